@@ -1,0 +1,47 @@
+"""Error mapping: the one place where exceptions become HTTP answers ({"error": {"message"}})."""
+
+import logging
+
+import flask
+from werkzeug import exceptions as http
+
+from inspector.errors import InspectorError
+
+LOG = logging.getLogger(__name__)
+
+GENERIC_MESSAGE = "An internal error occurred; see the service log for details."
+
+
+def error_response(message: str, status: int) -> flask.Response:
+    response = flask.jsonify({"error": {"message": message}})
+    response.status_code = status
+    return response
+
+
+def _on_inspector_error(exc: InspectorError) -> flask.Response:
+    if exc.http_status >= 500:
+        LOG.error("Request %s %s failed: %s", flask.request.method, flask.request.path, exc)
+    return error_response(exc.message, exc.http_status)
+
+
+def _on_http_error(exc: http.HTTPException) -> flask.Response:
+    status = exc.code or 500
+    message = exc.description or exc.name
+    if status == 404 and isinstance(exc, http.NotFound) and not exc.description:
+        message = "Not found"
+    response = error_response(message, status)
+    if isinstance(exc, http.MethodNotAllowed) and exc.valid_methods:
+        response.headers["Allow"] = ", ".join(exc.valid_methods)
+    return response
+
+
+def _on_unexpected(exc: Exception) -> flask.Response:
+    LOG.exception("Unexpected error in %s %s", flask.request.method, flask.request.path)
+    debug = flask.current_app.config.get("INSPECTOR_DEBUG", False)
+    return error_response(str(exc) if debug else GENERIC_MESSAGE, 500)
+
+
+def register(app: flask.Flask) -> None:
+    app.register_error_handler(InspectorError, _on_inspector_error)
+    app.register_error_handler(http.HTTPException, _on_http_error)
+    app.register_error_handler(Exception, _on_unexpected)

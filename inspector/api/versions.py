@@ -1,0 +1,75 @@
+"""API microversions: parsing the request's version headers and stamping min/max on every answer."""
+
+import re
+
+import flask
+
+from inspector.errors import BadRequest, NotAcceptable
+
+#: Oldest and newest API versions served: ironic-inspector's 1.0 to 1.18.
+MINIMUM = (1, 0)
+MAXIMUM = (1, 18)
+
+VERSION_HEADER = "X-OpenStack-Ironic-Inspector-API-Version"
+STANDARD_HEADER = "OpenStack-API-Version"
+SERVICE_TYPE = "baremetal-introspection"
+MIN_HEADER = "X-OpenStack-Ironic-Inspector-API-Minimum-Version"
+MAX_HEADER = "X-OpenStack-Ironic-Inspector-API-Maximum-Version"
+
+_VERSION = re.compile(r"^(\d+)\.(\d+)$")
+
+
+def format_version(version: tuple[int, int]) -> str:
+    return "{}.{}".format(*version)
+
+
+def parse(text: str) -> tuple[int, int]:
+    """'1.12' -> (1, 12); 'latest' -> MAXIMUM. BadRequest or NotAcceptable otherwise."""
+    text = text.strip()
+    if text.lower() == "latest":
+        return MAXIMUM
+    match = _VERSION.match(text)
+    if not match:
+        raise BadRequest(f"Malformed API version {text!r}: expected MAJOR.MINOR or 'latest'")
+    version = (int(match[1]), int(match[2]))
+    if not MINIMUM <= version <= MAXIMUM:
+        raise NotAcceptable(
+            f"Unsupported API version {text}: supported versions are "
+            f"{format_version(MINIMUM)} to {format_version(MAXIMUM)}"
+        )
+    return version
+
+
+def _standard_header_value(value: str) -> str | None:
+    """The version for our service type in `OpenStack-API-Version`, if it names it."""
+    for item in value.split(","):
+        service, _, version = item.strip().partition(" ")
+        if service.lower() == SERVICE_TYPE:
+            return version
+    return None
+
+
+def requested(headers) -> tuple[int, int]:
+    """The version the request asks for; no header means the newest."""
+    value = headers.get(VERSION_HEADER)
+    if value is None and STANDARD_HEADER in headers:
+        value = _standard_header_value(headers[STANDARD_HEADER])
+    return MAXIMUM if value is None else parse(value)
+
+
+def negotiate() -> None:
+    """before_request hook: store the requested version on flask.g."""
+    flask.g.api_version = requested(flask.request.headers)
+
+
+def stamp(response: flask.Response) -> flask.Response:
+    """after_request hook: every answer, errors included, names the supported range."""
+    response.headers[MIN_HEADER] = format_version(MINIMUM)
+    response.headers[MAX_HEADER] = format_version(MAXIMUM)
+    version = flask.g.get("api_version")
+    if version is not None:
+        response.headers[VERSION_HEADER] = format_version(version)
+        response.headers[STANDARD_HEADER] = f"{SERVICE_TYPE} {format_version(version)}"
+    vary = response.headers.get("Vary")
+    response.headers["Vary"] = ", ".join(filter(None, (vary, VERSION_HEADER)))
+    return response

@@ -1,0 +1,86 @@
+"""Transition requests as they travel on the work queue: a versioned JSON schema.
+
+A request names a node, an event and a unique id; it refers to its payload (stored in
+the database), never carries it. Anything that does not parse is MalformedRequest.
+"""
+
+import dataclasses
+import json
+import time
+import uuid
+from typing import Any
+
+from inspector.errors import InspectorError
+
+#: Version of the JSON layout below; a consumer refuses versions it does not know.
+SCHEMA_VERSION = 1
+
+#: Event name of a node removal request (not a state machine event).
+DELETE = "delete"
+
+_FIELDS = {
+    "schema": int,
+    "request_id": str,
+    "node_uuid": str,
+    "event": str,
+    "payload_ref": (str, type(None)),
+    "enqueued_at": (int, float),
+    "attempt": int,
+}
+
+
+class MalformedRequest(InspectorError):
+    """A message that is not a request we understand: dead-lettered, never retried."""
+
+    http_status = 400
+
+
+@dataclasses.dataclass(frozen=True)
+class Request:
+    node_uuid: str
+    event: str
+    request_id: str = dataclasses.field(default_factory=lambda: uuid.uuid4().hex)
+    payload_ref: str | None = None
+    enqueued_at: float = dataclasses.field(default_factory=time.time)
+    attempt: int = 0
+
+    def retry(self) -> "Request":
+        """The same request, one attempt later (same id: it is still the same request)."""
+        return dataclasses.replace(self, attempt=self.attempt + 1)
+
+    def follow_up(self, event: str, request_id: str | None = None) -> "Request":
+        """A new request for the same node, e.g. the automatic `wait` after `inspect`.
+
+        Its id derives from this one, so a redelivered request enqueues the same
+        follow-up id again and the duplicate is recognised downstream.
+        """
+        return Request(
+            node_uuid=self.node_uuid,
+            event=event,
+            request_id=request_id or f"{self.request_id[:40]}.{event}",
+        )
+
+    def to_json(self) -> str:
+        body = dataclasses.asdict(self)
+        body["schema"] = SCHEMA_VERSION
+        return json.dumps(body, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> "Request":
+        try:
+            body: Any = json.loads(text)
+        except (ValueError, TypeError) as exc:
+            raise MalformedRequest(f"not JSON: {exc}") from exc
+        if not isinstance(body, dict):
+            raise MalformedRequest("not a JSON object")
+        if body.get("schema") != SCHEMA_VERSION:
+            raise MalformedRequest(f"unknown schema version {body.get('schema')!r}")
+        for name, kind in _FIELDS.items():
+            if name not in body:
+                raise MalformedRequest(f"missing field {name}")
+            if not isinstance(body[name], kind) or isinstance(body[name], bool):
+                raise MalformedRequest(f"field {name} has the wrong type")
+        if not body["node_uuid"] or not body["event"] or not body["request_id"]:
+            raise MalformedRequest("empty node_uuid, event or request_id")
+        del body["schema"]
+        return cls(**{k: body[k] for k in _FIELDS if k != "schema"})

@@ -1,0 +1,57 @@
+"""The one exception hierarchy: every error carries its HTTP status and whether a retry may help.
+
+Third-party exceptions are wrapped into these by the module that calls the library;
+nothing outside that module sees a SQLAlchemy, tooz, kombu or openstacksdk error.
+"""
+
+
+class InspectorError(Exception):
+    """Root of all our errors."""
+
+    #: HTTP status the API answers with when this error reaches it.
+    http_status: int = 500
+    #: True when the same request may succeed later (requeue with backoff).
+    retryable: bool = False
+
+    def __init__(self, message: str, *, http_status: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if http_status is not None:
+            self.http_status = http_status
+
+
+class ConfigError(InspectorError):
+    """Invalid configuration: start-up stops with this message."""
+
+
+class BadRequest(InspectorError):
+    http_status = 400
+
+
+class NotFound(InspectorError):
+    http_status = 404
+
+
+class NotAcceptable(InspectorError):
+    http_status = 406
+
+
+class Conflict(InspectorError):
+    http_status = 409
+
+
+class InvalidTransition(Conflict):
+    """The state machine refuses this event in this state."""
+
+
+class NodeBusy(Conflict):
+    """Another worker holds the node, or its version moved under us."""
+
+    retryable = True
+
+
+class ServiceUnavailable(InspectorError):
+    """A backend (database, queue, DLM, Ironic) cannot be reached right now."""
+
+    http_status = 503
+    retryable = True

@@ -1,0 +1,163 @@
+"""The introspection state machine: the one transition table, and the only importer of automaton.
+
+Nothing else in the project decides whether an event may move a node, or where to.
+It does no I/O: callers load the state, ask `Machine.advance`, and commit the result.
+"""
+
+import dataclasses
+import enum
+
+from automaton import exceptions as automaton_errors
+from automaton import machines
+
+from inspector.errors import InvalidTransition
+
+
+class State(enum.StrEnum):
+    STARTING = "starting"
+    WAITING = "waiting"
+    PROCESSING = "processing"
+    FINISHED = "finished"
+    ERROR = "error"
+    REAPPLYING = "reapplying"
+    ENROLLING = "enrolling"
+
+
+class Event(enum.StrEnum):
+    INSPECT = "inspect"  # API: start (or restart) an introspection
+    WAIT = "wait"  # automatic S~: the node was told to boot the ramdisk
+    CONTINUE = "continue"  # the ramdisk posted its data (strict)
+    FINISH = "finish"  # automatic F~: processing is done
+    ABORT = "abort"  # API: the operator cancels
+    TIMEOUT = "timeout"  # periodic task: the introspection took too long
+    ERROR = "error"  # a task failed, or the ramdisk reported an error
+    REAPPLY = "reapply"  # API: process the stored data again
+    ENROLL = "enroll"  # discovery: an unknown node posted its data
+
+
+#: Events that must not take effect twice: seen again, they send the node to error.
+STRICT_EVENTS = frozenset({Event.CONTINUE})
+
+#: States in which work is in flight; each has an `error` and a `timeout` exit.
+ACTIVE_STATES = frozenset(
+    {State.STARTING, State.WAITING, State.PROCESSING, State.REAPPLYING, State.ENROLLING}
+)
+
+#: States in which an introspection is over (`finished: true` in the API).
+FINAL_STATES = frozenset({State.FINISHED, State.ERROR})
+
+#: Error messages set by transitions into `error` that carry no message of their own.
+ABORT_REASON = "Canceled by operator"
+TIMEOUT_REASON = "Introspection timeout"
+DEJA_VU_REASON = (
+    "Deja vu: the ramdisk data for this node was already being processed when the "
+    "same continue request arrived again (a worker probably died mid-processing); "
+    "not processing it twice, restart the introspection"
+)
+
+_NONE = "(none)"  # automaton needs a name for "no introspection yet"
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """One transition: `source` None means the node has no introspection record yet."""
+
+    source: State | None
+    event: Event
+    target: State
+    origin: str  # "design", or "addition" for what ironic-inspector added / our fixes
+    note: str = ""
+    reason: str | None = None  # the node's error message when target is ERROR
+
+
+def _error_rows(states: tuple[State, ...], event: Event, reason: str | None, note: str):
+    return tuple(Row(s, event, State.ERROR, "addition", note, reason) for s in states)
+
+
+S, E = State, Event
+
+#: The whole transition table. The design's rows come first, exactly as written.
+TABLE: tuple[Row, ...] = (
+    Row(None, E.INSPECT, S.STARTING, "design", "API request"),
+    Row(S.STARTING, E.INSPECT, S.STARTING, "design", "a repeated start is harmless"),
+    Row(S.STARTING, E.WAIT, S.WAITING, "design", "automatic S~, reentrant"),
+    Row(S.WAITING, E.WAIT, S.WAITING, "design", "a redelivered S~ is harmless"),
+    Row(S.WAITING, E.TIMEOUT, S.ERROR, "design", "periodic task", TIMEOUT_REASON),
+    Row(S.WAITING, E.ABORT, S.ERROR, "design", "API request", ABORT_REASON),
+    Row(S.WAITING, E.CONTINUE, S.PROCESSING, "design", "strict (non-reentrant)"),
+    Row(S.PROCESSING, E.CONTINUE, S.ERROR, "design", "deja vu", DEJA_VU_REASON),
+    Row(S.PROCESSING, E.FINISH, S.FINISHED, "design", "automatic F~, reentrant"),
+    Row(S.FINISHED, E.INSPECT, S.STARTING, "design", ""),
+    Row(S.FINISHED, E.ABORT, S.ERROR, "design", "", ABORT_REASON),
+    Row(S.ERROR, E.INSPECT, S.STARTING, "design", ""),
+    # What ironic-inspector added on top, and the gaps it left, fixed.
+    *_error_rows(
+        (S.STARTING, S.PROCESSING, S.REAPPLYING, S.ENROLLING),
+        E.TIMEOUT,
+        TIMEOUT_REASON,
+        "periodic task",
+    ),
+    *_error_rows(
+        (S.STARTING, S.WAITING, S.PROCESSING, S.REAPPLYING, S.ENROLLING),
+        E.ERROR,
+        None,
+        "a task failed or the ramdisk reported an error",
+    ),
+    Row(S.FINISHED, E.REAPPLY, S.REAPPLYING, "addition", "API: reapply stored data"),
+    Row(S.ERROR, E.REAPPLY, S.REAPPLYING, "addition", "API: reapply stored data"),
+    Row(S.REAPPLYING, E.FINISH, S.FINISHED, "addition", "automatic F~, reentrant"),
+    Row(None, E.ENROLL, S.ENROLLING, "addition", "discovery of an unknown node"),
+    Row(S.ENROLLING, E.CONTINUE, S.PROCESSING, "addition", "strict (non-reentrant)"),
+)
+del S, E
+
+
+@dataclasses.dataclass(frozen=True)
+class Transition:
+    """The answer of the machine: where `event` takes a node in `source`."""
+
+    source: State | None
+    event: Event
+    target: State
+    reason: str | None
+
+    @property
+    def is_strict(self) -> bool:
+        return self.event in STRICT_EVENTS
+
+
+class Machine:
+    """Builds the automaton once from TABLE; `advance` works on a copy, so it is thread-safe."""
+
+    def __init__(self, table: tuple[Row, ...] = TABLE) -> None:
+        self._rows = {(row.source, row.event): row for row in table}
+        if len(self._rows) != len(table):
+            raise ValueError("the transition table has two rows for one (state, event)")
+        prototype = machines.FiniteMachine()
+        prototype.add_state(_NONE)
+        for state in State:
+            prototype.add_state(state.value)
+        for row in table:
+            source = _NONE if row.source is None else row.source.value
+            prototype.add_transition(source, row.target.value, row.event.value)
+        prototype.freeze()
+        self._prototype = prototype
+
+    def can(self, state: State | None, event: Event) -> bool:
+        return (state, event) in self._rows
+
+    def advance(self, state: State | None, event: Event) -> Transition:
+        """The transition `event` makes from `state`; InvalidTransition if there is none."""
+        fsm = self._prototype.copy(shallow=True)
+        fsm.initialize(_NONE if state is None else State(state).value)
+        try:
+            fsm.process_event(Event(event).value)
+        except automaton_errors.NotFound as exc:
+            where = "a node with no introspection" if state is None else f"state {state}"
+            raise InvalidTransition(f"event {event} is not allowed in {where}") from exc
+        target = State(fsm.current_state)
+        row = self._rows[(state, Event(event))]
+        return Transition(state, Event(event), target, row.reason)
+
+    def rows(self) -> tuple[Row, ...]:
+        return tuple(self._rows.values())

@@ -1,0 +1,74 @@
+"""Renders the state machine's table as docs/states.md (a table and a Mermaid diagram).
+
+Generated documentation only; it decides nothing. `python -m inspector.statechart`.
+"""
+
+import sys
+
+from inspector.machine import (
+    ACTIVE_STATES,
+    STRICT_EVENTS,
+    TABLE,
+    Row,
+)
+
+HEADER = """# Introspection states
+
+<!-- Generated from inspector/machine.py by `python -m inspector.statechart`;
+     do not edit: tests/unit/test_machine.py fails when this file is stale. -->
+
+The one transition table of the service. A worker computes every state change from it
+and commits it with a compare-and-swap on the node's version, under the node lock.
+Rows marked *design* are the original HA design's table, exactly; rows marked
+*addition* are what ironic-inspector added on top and the gaps it left, fixed.
+
+- **Strict** events ({strict}) take effect once: seen again for a node already past
+  them ("deja vu"), they move the node to `error` instead of redoing the work.
+- All other events are **reentrant**: repeating them is harmless.
+- Active states ({active}) each have an `error` and a `timeout` exit.
+- `(none)` is a node with no introspection record yet.
+"""
+
+
+def _name(state) -> str:
+    return "(none)" if state is None else state.value
+
+
+def render_table(rows: tuple[Row, ...]) -> str:
+    lines = [
+        "| state | event | target | kind | origin | note |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        kind = "strict" if row.event in STRICT_EVENTS else "reentrant"
+        note = row.note + (f' (error: "{row.reason}")' if row.reason else "")
+        lines.append(
+            f"| {_name(row.source)} | {row.event.value} | {row.target.value} "
+            f"| {kind} | {row.origin} | {note} |"
+        )
+    return "\n".join(lines)
+
+
+def render_diagram(rows: tuple[Row, ...]) -> str:
+    lines = ["```mermaid", "stateDiagram-v2"]
+    for row in rows:
+        source = "[*]" if row.source is None else row.source.value
+        event = row.event.value + ("!" if row.event in STRICT_EVENTS else "")
+        lines.append(f"    {source} --> {row.target.value}: {event}")
+    lines.append("```")
+    return "\n".join(lines)
+
+
+def render(rows: tuple[Row, ...] = TABLE) -> str:
+    header = HEADER.format(
+        strict=", ".join(f"`{e.value}`" for e in sorted(STRICT_EVENTS)),
+        active=", ".join(f"`{s.value}`" for s in sorted(ACTIVE_STATES)),
+    )
+    return (
+        f"{header}\n## Transitions\n\n{render_table(rows)}\n\n"
+        f"## Diagram\n\n{render_diagram(rows)}\n"
+    )
+
+
+if __name__ == "__main__":
+    sys.stdout.write(render())

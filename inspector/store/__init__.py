@@ -1,0 +1,18 @@
+"""The durable store (SQLAlchemy 2 + alembic): models, engines, queries, migrations.
+
+Nothing outside this package sees SQLAlchemy; there is no module-level engine.
+"""
+
+from inspector.store.engine import create_engine, database_url, default_url
+from inspector.store.nodes import UNSET, NodeRecord
+from inspector.store.store import Store, utcnow
+
+__all__ = [
+    "UNSET",
+    "NodeRecord",
+    "Store",
+    "create_engine",
+    "database_url",
+    "default_url",
+    "utcnow",
+]

@@ -1,0 +1,116 @@
+"""Engines from a URL (SQLite pragmas, pre-ping, timeouts); SQLAlchemy error wrapping.
+
+The only place that turns SQLAlchemy and driver exceptions into `inspector.errors`.
+It holds no engine itself: callers build one and pass it around.
+"""
+
+import contextlib
+import logging
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import sqlalchemy
+from oslo_config import cfg
+from sqlalchemy import event, exc
+from sqlalchemy.engine import URL, Engine, make_url
+
+from inspector import errors
+
+LOG = logging.getLogger(__name__)
+
+#: Milliseconds a SQLite connection waits for a writer before "database is locked".
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+#: Seconds to wait for a database server to accept a connection.
+CONNECT_TIMEOUT = 10
+#: The embedded database's file name under state_path.
+SQLITE_FILE = "inspector.sqlite"
+
+
+def default_url(state_path: str | os.PathLike[str]) -> str:
+    """The embedded SQLite database under state_path; creates the directory."""
+    path = os.path.abspath(os.fspath(state_path))
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as error:
+        raise errors.ConfigError(
+            f"cannot create state_path {path} for the database: {error}"
+        ) from error
+    return f"sqlite:///{os.path.join(path, SQLITE_FILE)}"
+
+
+def database_url(conf: cfg.ConfigOpts) -> str:
+    """[database]connection, or the embedded SQLite under state_path when empty."""
+    return conf.database.connection or default_url(conf.state_path)
+
+
+def describe(url: str | URL) -> str:
+    """The URL as it may appear in logs and errors: never with its password."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except exc.ArgumentError:
+        return "<invalid database URL>"
+
+
+def create_engine(url: str) -> Engine:
+    """An engine for url; SQLite gets WAL, foreign keys and a busy timeout."""
+    try:
+        parsed = make_url(url)
+        if parsed.get_backend_name() == "sqlite":
+            engine = sqlalchemy.create_engine(parsed)
+            event.listen(engine, "connect", _configure_sqlite)
+            return engine
+        return sqlalchemy.create_engine(
+            parsed, pool_pre_ping=True, connect_args=_connect_args(parsed)
+        )
+    except (exc.ArgumentError, ImportError) as error:
+        raise errors.ConfigError(f"unusable database URL {describe(url)}: {error}") from error
+
+
+def _connect_args(url: URL) -> dict[str, Any]:
+    if url.get_backend_name() in ("postgresql", "mysql", "mariadb"):
+        if "connect_timeout" not in url.query:
+            return {"connect_timeout": CONNECT_TIMEOUT}
+    return {}
+
+
+def _configure_sqlite(dbapi_connection: Any, _record: Any) -> None:
+    # Per connection: foreign_keys and busy_timeout do not persist in the file,
+    # and WAL lets readers proceed while a worker writes.
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS:d}")
+    finally:
+        cursor.close()
+
+
+@contextlib.contextmanager
+def translate_errors(engine: Engine) -> Iterator[None]:
+    """Re-raise SQLAlchemy errors from the block as `inspector.errors`."""
+    name = describe(engine.url)
+    try:
+        yield
+    except exc.IntegrityError as error:
+        raise errors.Conflict(
+            f"database {name} refused the change: {_reason(error, engine.url)}"
+        ) from error
+    except (exc.DBAPIError, exc.TimeoutError) as error:
+        LOG.warning("database %s unavailable: %s", name, _reason(error, engine.url))
+        raise errors.ServiceUnavailable(
+            f"database {name} unavailable: {_reason(error, engine.url)}"
+        ) from error
+    except exc.SQLAlchemyError as error:
+        raise errors.InspectorError(f"database {name}: {_reason(error, engine.url)}") from error
+
+
+def _reason(error: exc.SQLAlchemyError, url: URL) -> str:
+    # The driver's message only: SQLAlchemy's own text carries the statement and
+    # its parameters, which may hold introspection data.
+    original = getattr(error, "orig", None)
+    text = str(original if original is not None else error).strip()
+    reason = text.splitlines()[0] if text else type(error).__name__
+    if url.password:
+        reason = reason.replace(str(url.password), "***")
+    return reason

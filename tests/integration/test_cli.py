@@ -1,0 +1,184 @@
+"""The `inspector` command as a user runs it: real processes, real sockets, real signals."""
+
+import contextlib
+import json
+import os
+import pathlib
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+ROOT = pathlib.Path(__file__).parents[2]
+INSPECTOR = [sys.executable, "-m", "inspector.cmd"]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for(predicate, timeout=20.0, interval=0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = predicate()
+        if result:
+            return result
+        time.sleep(interval)  # polling a condition with a deadline, not a fixed wait
+    raise AssertionError(f"condition not met within {timeout} s")
+
+
+def get(url):
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return response.status, dict(response.headers), json.loads(response.read())
+    except (urllib.error.URLError, ConnectionError):
+        return None
+
+
+@pytest.fixture
+def config_file(tmp_path):
+    port = free_port()
+    path = tmp_path / "inspector.conf"
+    path.write_text(f"[DEFAULT]\nstate_path = {tmp_path / 'state'}\nlisten_port = {port}\n")
+    return path, port
+
+
+@contextlib.contextmanager
+def running(args, log_path, **kwargs):
+    """The command as a child process; killed at the end if it is still running."""
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(
+            INSPECTOR + args, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, text=True, **kwargs
+        )
+        try:
+            yield process
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+
+
+def run(args, **kwargs):
+    return subprocess.run(
+        INSPECTOR + args,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        **kwargs,
+    )
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_all_serves_versions_and_stops_on_signal(config_file, signum):
+    path, port = config_file
+    with running(["all", "--config-file", str(path)], path.parent / "log") as process:
+        status, headers, body = wait_for(lambda: get(f"http://127.0.0.1:{port}/"))
+        assert status == 200
+        assert body["versions"][0]["id"] == "1.18"
+        assert body["versions"][0]["links"][0]["href"] == f"http://127.0.0.1:{port}/v1"
+        assert headers["X-OpenStack-Ironic-Inspector-API-Minimum-Version"] == "1.0"
+        assert headers["X-OpenStack-Ironic-Inspector-API-Maximum-Version"] == "1.18"
+        _, _, v1 = get(f"http://127.0.0.1:{port}/v1")
+        assert {r["name"] for r in v1["resources"]} == {
+            "continue",
+            "introspection",
+            "rules",
+        }
+        assert (path.parent / "state" / "inspector.sqlite").exists()
+        process.send_signal(signum)
+        assert process.wait(timeout=15) == 0
+
+
+def test_all_without_any_configuration_uses_defaults(tmp_path):
+    if get("http://127.0.0.1:5050/") is not None:
+        pytest.skip("something already listens on 127.0.0.1:5050")
+    env = dict(os.environ, HOME=str(tmp_path), XDG_DATA_HOME=str(tmp_path / "data"))
+    with running(["all"], tmp_path / "log", env=env) as process:
+        status, _, body = wait_for(lambda: get("http://127.0.0.1:5050/"))
+        assert status == 200
+        assert "versions" in body
+        root = os.geteuid() == 0
+        state = pathlib.Path("/var/lib" if root else tmp_path / "data", "inspector")
+        assert (state / "inspector.sqlite").exists()
+        process.terminate()
+        assert process.wait(timeout=15) == 0
+
+
+def test_invalid_configuration_stops_start_up_with_a_clear_message(tmp_path):
+    path = tmp_path / "bad.conf"
+    path.write_text("[firewall]\nblacklist_sync_period = 45\n")
+    result = run(["all", "--config-file", str(path)])
+    assert result.returncode == 2
+    assert "[firewall] blacklist_sync_period" in result.stderr
+    assert "from 0.0 to 30.0" in result.stderr
+
+
+def test_config_check(config_file):
+    path, _ = config_file
+    result = run(["config", "check", "--config-file", str(path)])
+    assert result.returncode == 0, result.stderr
+    assert "valid" in result.stdout
+
+
+def test_config_sample_matches_the_shipped_file():
+    result = run(["config", "sample"])
+    assert result.returncode == 0, result.stderr
+    shipped = (ROOT / "etc" / "inspector" / "inspector.conf.sample").read_text()
+    assert result.stdout == shipped
+
+
+def test_db_upgrade_then_version(config_file):
+    path, _ = config_file
+    before = run(["db", "version", "--config-file", str(path)])
+    assert before.returncode == 1
+    assert "no schema" in before.stdout
+    upgraded = run(["db", "upgrade", "--config-file", str(path)])
+    assert upgraded.returncode == 0, upgraded.stderr
+    assert "upgraded from empty to" in upgraded.stdout
+    again = run(["db", "upgrade", "--config-file", str(path)])
+    assert "already at" in again.stdout
+    after = run(["db", "version", "--config-file", str(path)])
+    assert after.returncode == 0
+    assert after.stdout.strip().endswith("(head)")
+
+
+def test_unknown_subcommand_is_a_usage_error():
+    result = run(["frobnicate"])
+    assert result.returncode == 2
+    assert "invalid choice" in result.stderr
+
+
+def test_wsgi_application_serves(tmp_path):
+    from inspector.api.wsgi import LazyApplication  # noqa: PLC0415
+
+    path = tmp_path / "inspector.conf"
+    path.write_text(f"[DEFAULT]\nstate_path = {tmp_path}\n")
+    application = LazyApplication({"INSPECTOR_CONFIG_FILES": str(path)})
+    environ = {
+        "REQUEST_METHOD": "GET",
+        "PATH_INFO": "/",
+        "SERVER_NAME": "inspector.example.com",
+        "SERVER_PORT": "80",
+        "wsgi.url_scheme": "http",
+        "wsgi.input": None,
+    }
+    seen = {}
+
+    def start_response(status, headers):
+        seen["status"] = status
+        seen["headers"] = dict(headers)
+
+    body = b"".join(application(environ, start_response))
+    assert seen["status"].startswith("200")
+    assert json.loads(body)["versions"][0]["id"] == "1.18"

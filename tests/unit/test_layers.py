@@ -1,0 +1,93 @@
+"""STYLE.md's import direction, checked on the source: each layer imports only lower ones."""
+
+import ast
+import pathlib
+
+import pytest
+
+import inspector
+
+PACKAGE = pathlib.Path(inspector.__file__).parent
+
+#: Layer of each module prefix (the longest prefix wins); higher may import lower only.
+LAYERS = {
+    "inspector.cmd": 5,
+    "inspector.api": 4,
+    "inspector.worker": 4,
+    "inspector.periodic": 4,
+    "inspector.firewall": 4,
+    "inspector.statechart": 4,
+    "inspector.processing": 3,
+    "inspector.broker": 2,
+    "inspector.store": 2,
+    "inspector.coordination": 2,
+    "inspector.ironic": 2,
+    "inspector.firewall.drivers": 2,
+    "inspector.machine": 1,
+    "inspector.conf": 1,
+    "inspector.lifecycle": 1,
+    "inspector.errors": 0,
+    "inspector": 0,
+}
+
+#: Third-party libraries that only one place may import.
+OWNERS = {
+    "flask": "inspector.api",
+    "werkzeug": "inspector.api",
+    "cheroot": "inspector.api",
+    "automaton": "inspector.machine",
+}
+
+
+def _module_name(path: pathlib.Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _component(module: str) -> str:
+    return max((p for p in LAYERS if module == p or module.startswith(p + ".")), key=len)
+
+
+def _imports(path: pathlib.Path):
+    tree = ast.parse(path.read_text(), str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            yield node.module
+            for alias in node.names:
+                yield f"{node.module}.{alias.name}"
+
+
+SOURCES = sorted(PACKAGE.rglob("*.py"))
+
+
+def test_every_module_has_a_layer():
+    for path in SOURCES:
+        assert _component(_module_name(path)) in LAYERS
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_imports_go_down(path):
+    module = _module_name(path)
+    mine = _component(module)
+    for imported in _imports(path):
+        if imported.startswith("inspector."):
+            theirs = _component(imported)
+            if theirs == "inspector" or theirs == mine:
+                continue
+            assert LAYERS[theirs] < LAYERS[mine], f"{module} imports {imported}"
+        top = imported.split(".")[0]
+        if top in OWNERS:
+            owner = OWNERS[top]
+            assert module == owner or module.startswith(owner + "."), (
+                f"{module} imports {top}, which only {owner} may import"
+            )
+
+
+def test_checker_catches_an_upward_import(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("from inspector.api import app\nimport flask\n")
+    assert list(_imports(bad)) == ["inspector.api", "inspector.api.app", "flask"]
+    assert LAYERS[_component("inspector.api.app")] > LAYERS[_component("inspector.store")]

@@ -1,0 +1,187 @@
+"""The store on SQLite: nodes, compare-and-swap, cascades, pragmas, error wrapping."""
+
+import os
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+
+import pytest
+from sqlalchemy import delete, func, select
+
+from inspector import errors
+from inspector.store import Store, create_engine, default_url
+from inspector.store.models import Attribute, Node, metadata
+
+NODE = "1be26c0b-03f2-4d2e-ae87-c02d7f33c123"
+OTHER = "2be26c0b-03f2-4d2e-ae87-c02d7f33c124"
+T0 = datetime(2026, 1, 2, 3, 4, 5, 678901)
+
+
+class FakeClock:
+    def __init__(self, now: datetime = T0) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def store(tmp_path, clock) -> Iterator[Store]:
+    store = Store.from_url(default_url(tmp_path / "state"), clock=clock)
+    metadata.create_all(store.engine)
+    yield store
+    store.close()
+
+
+def test_default_url_creates_the_directory(tmp_path):
+    state_path = tmp_path / "a" / "b"
+    url = default_url(state_path)
+    assert url == f"sqlite:///{state_path}/inspector.sqlite"
+    assert os.path.isdir(state_path)
+
+
+def test_create_and_get_node(store):
+    created = store.create_node(NODE, "starting", started_at=T0, manage_boot=False)
+    node = store.get_node(NODE)
+    assert node == created
+    assert node.uuid == NODE
+    assert node.state == "starting"
+    assert node.version == 1
+    assert node.started_at == T0
+    assert node.finished_at is None
+    assert node.error is None
+    assert node.manage_boot is False
+    assert node.updated_at == T0
+
+
+def test_manage_boot_defaults_to_true(store):
+    assert store.create_node(NODE, "starting").manage_boot is True
+    assert store.get_node(NODE).manage_boot is True
+
+
+def test_create_existing_node_is_conflict(store):
+    store.create_node(NODE, "starting")
+    with pytest.raises(errors.Conflict):
+        store.create_node(NODE, "waiting")
+    assert store.get_node(NODE).state == "starting"
+
+
+def test_get_missing_node_is_not_found(store):
+    with pytest.raises(errors.NotFound, match=NODE):
+        store.get_node(NODE)
+
+
+def test_set_state_swaps_and_bumps_the_version(store, clock):
+    store.create_node(NODE, "starting", started_at=T0)
+    clock.advance(10)
+    assert store.set_state(NODE, 1, "waiting") == 2
+    node = store.get_node(NODE)
+    assert (node.state, node.version, node.updated_at) == ("waiting", 2, clock.now)
+    assert node.started_at == T0  # not given: left as it was
+    assert store.set_state(NODE, 2, "error", error="boom", finished_at=clock.now) == 3
+    node = store.get_node(NODE)
+    assert (node.state, node.version, node.error) == ("error", 3, "boom")
+    assert node.finished_at == clock.now
+
+
+def test_set_state_none_clears_a_column(store):
+    store.create_node(NODE, "error")
+    store.set_state(NODE, 1, "error", error="boom")
+    store.set_state(NODE, 2, "starting", error=None, finished_at=None)
+    assert store.get_node(NODE).error is None
+
+
+def test_stale_version_raises_node_busy_and_changes_nothing(store):
+    store.create_node(NODE, "waiting")
+    first = store.get_node(NODE)
+    second = store.get_node(NODE)  # a second writer read the same version
+    assert store.set_state(NODE, first.version, "processing") == 2
+    with pytest.raises(errors.NodeBusy) as raised:
+        store.set_state(NODE, second.version, "error", error="timeout")
+    assert raised.value.retryable
+    node = store.get_node(NODE)
+    assert (node.state, node.version, node.error) == ("processing", 2, None)
+
+
+def test_set_state_of_missing_node_is_not_found(store):
+    with pytest.raises(errors.NotFound):
+        store.set_state(NODE, 1, "waiting")
+
+
+def test_session_rolls_back_on_error(store):
+    with pytest.raises(errors.NotFound), store.session() as session:
+        session.add(Node(uuid=NODE, state="starting", version=1, updated_at=T0))
+        session.flush()
+        raise errors.NotFound("abandon")
+    with pytest.raises(errors.NotFound):
+        store.get_node(NODE)
+
+
+def _attribute_count(store: Store, node_uuid: str) -> int:
+    with store.session() as session:
+        query = select(func.count()).where(Attribute.node_uuid == node_uuid)
+        return session.scalar(query.select_from(Attribute))
+
+
+def test_attributes_are_deleted_with_their_node(store):
+    store.create_node(NODE, "waiting")
+    store.create_node(OTHER, "waiting")
+    with store.session() as session:
+        session.add_all(
+            [
+                Attribute(name="mac", value="52:54:00:00:00:01", node_uuid=NODE),
+                Attribute(name="bmc_address", value="10.0.0.1", node_uuid=NODE),
+                Attribute(name="mac", value="52:54:00:00:00:02", node_uuid=OTHER),
+            ]
+        )
+    with store.session() as session:
+        session.execute(delete(Node).where(Node.uuid == NODE))
+    assert _attribute_count(store, NODE) == 0
+    assert _attribute_count(store, OTHER) == 1
+
+
+def test_attribute_of_unknown_node_is_refused(store):
+    with pytest.raises(errors.Conflict), store.session() as session:
+        session.add(Attribute(name="mac", value="52:54:00:00:00:01", node_uuid=NODE))
+
+
+def test_sqlite_connections_use_wal_foreign_keys_and_busy_timeout(store):
+    with store.engine.connect() as connection:
+        pragma = connection.exec_driver_sql
+        assert pragma("PRAGMA journal_mode").scalar() == "wal"
+        assert pragma("PRAGMA foreign_keys").scalar() == 1
+        assert pragma("PRAGMA busy_timeout").scalar() == 30_000
+
+
+def test_unreachable_database_is_service_unavailable_without_password():
+    store = Store.from_url("postgresql+psycopg://inspector:s3cret@127.0.0.1:1/nodb")
+    try:
+        with pytest.raises(errors.ServiceUnavailable) as raised:
+            store.get_node(NODE)
+    finally:
+        store.close()
+    assert raised.value.retryable
+    assert "127.0.0.1:1/nodb" in raised.value.message
+    assert "s3cret" not in raised.value.message
+
+
+def test_missing_schema_is_an_inspector_error(tmp_path):
+    store = Store.from_url(default_url(tmp_path))
+    try:
+        with pytest.raises(errors.ServiceUnavailable, match="no such table"):
+            store.get_node(NODE)
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("url", ["nonsense://", "not a url", "sqlite+nodriver://"])
+def test_unusable_url_is_a_config_error(url):
+    with pytest.raises(errors.ConfigError):
+        create_engine(url)
