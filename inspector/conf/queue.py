@@ -25,4 +25,12 @@ OPTS = [
         min=0.001,
         help="Seconds between two connection attempts to the queue.",
     ),
+    cfg.FloatOpt(
+        "visibility_timeout",
+        default=300.0,
+        min=1.0,
+        help="Redis transport only: seconds after which a request taken by a worker "
+        "that died without acknowledging it is delivered again. Keep it above the "
+        "longest task; RabbitMQ redelivers as soon as the connection drops.",
+    ),
 ]

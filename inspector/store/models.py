@@ -132,8 +132,10 @@ class RuleAction(Base):
 class Request(Base):
     """A transition request a worker applied: how a redelivery is recognised.
 
-    status is 'applied' once the state change committed and 'done' once its task
-    finished and the follow-up was enqueued. The rows are also the node's history.
+    status is 'applied' once the state change committed, 'done' once its task
+    finished and the follow-up was enqueued, 'rejected' when the state machine refused
+    it. `version` is the node's version right after the change. The rows are also
+    the node's history.
     """
 
     __tablename__ = "requests"
@@ -146,6 +148,8 @@ class Request(Base):
     source_state: Mapped[str | None] = mapped_column(String(32))
     target_state: Mapped[str] = mapped_column(String(32))
     status: Mapped[str] = mapped_column(String(16))
+    version: Mapped[int | None] = mapped_column(Integer)
+    reason: Mapped[str | None] = mapped_column(Text)
     applied_at: Mapped[datetime] = mapped_column(Timestamp)
     done_at: Mapped[datetime | None] = mapped_column(Timestamp)
 

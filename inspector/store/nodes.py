@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any, Final, Literal, TypeAlias, cast
 
 from sqlalchemy import CursorResult, select, update
+from sqlalchemy import delete as sql_delete
 from sqlalchemy.orm import Session
 
 from inspector import errors
@@ -127,3 +128,9 @@ def set_state(
     raise errors.NodeBusy(
         f"node {uuid} changed under us: version {current}, expected {expected_version}"
     )
+
+
+def delete(session: Session, uuid: str) -> bool:
+    """Delete the node; its attributes, data and requests go with it (ON DELETE CASCADE)."""
+    result = cast(CursorResult[Any], session.execute(sql_delete(Node).where(Node.uuid == uuid)))
+    return result.rowcount == 1

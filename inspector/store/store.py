@@ -5,6 +5,7 @@ It owns transaction boundaries and error wrapping; queries live in their own mod
 """
 
 import contextlib
+import dataclasses
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
@@ -12,8 +13,9 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from inspector.store import engine as engines
-from inspector.store import nodes
+from inspector.store import nodes, requests
 from inspector.store.nodes import UNSET, NodeRecord, Unset
+from inspector.store.requests import RequestRecord
 
 Clock = Callable[[], datetime]
 
@@ -99,3 +101,97 @@ class Store:
                 started_at=started_at,
                 finished_at=finished_at,
             )
+
+    def apply(self, change: "Change") -> NodeRecord:
+        """Commit a state change and its request row in one transaction.
+
+        `expected_version` None creates the node (its first introspection); otherwise
+        the change is a compare-and-swap: NodeBusy when the version moved, Conflict
+        when the request id was already recorded.
+        """
+        now = self.clock()
+        with self.session() as session:
+            if change.expected_version is None:
+                nodes.create(
+                    session,
+                    change.node_uuid,
+                    change.target,
+                    now=now,
+                    started_at=None if change.started_at is UNSET else change.started_at,
+                    manage_boot=change.manage_boot,
+                )
+            else:
+                nodes.set_state(
+                    session,
+                    change.node_uuid,
+                    change.expected_version,
+                    change.target,
+                    now=now,
+                    error=change.error,
+                    started_at=change.started_at,
+                    finished_at=change.finished_at,
+                )
+            node = nodes.get(session, change.node_uuid)
+            requests.record(
+                session,
+                request_id=change.request_id,
+                node_uuid=change.node_uuid,
+                event=change.event,
+                source_state=change.source,
+                target_state=change.target,
+                status=change.status,
+                version=node.version,
+                reason=change.error if isinstance(change.error, str) else None,
+                now=now,
+            )
+            return node
+
+    def reject(self, node_uuid: str, request_id: str, event: str, state: str, reason: str) -> None:
+        """Record a request the state machine refused (the node's state is unchanged)."""
+        with self.session() as session:
+            requests.record(
+                session,
+                request_id=request_id,
+                node_uuid=node_uuid,
+                event=event,
+                source_state=state,
+                target_state=state,
+                status=requests.REJECTED,
+                version=None,
+                reason=reason,
+                now=self.clock(),
+            )
+
+    def find_request(self, request_id: str) -> RequestRecord | None:
+        with self.session() as session:
+            return requests.find(session, request_id)
+
+    def finish_request(self, request_id: str) -> None:
+        with self.session() as session:
+            requests.finish(session, request_id, now=self.clock())
+
+    def history(self, node_uuid: str) -> list[RequestRecord]:
+        with self.session() as session:
+            return requests.history(session, node_uuid)
+
+    def delete_node(self, uuid: str) -> bool:
+        """Remove the node and everything hanging off it; False when it was not there."""
+        with self.session() as session:
+            return nodes.delete(session, uuid)
+
+
+@dataclasses.dataclass(frozen=True)
+class Change:
+    """A state change to commit with `Store.apply`, with the request that caused it."""
+
+    node_uuid: str
+    expected_version: int | None
+    request_id: str
+    event: str
+    source: str | None
+    target: str
+    status: str = requests.APPLIED
+    error: str | Unset | None = UNSET
+    started_at: datetime | Unset | None = UNSET
+    finished_at: datetime | Unset | None = UNSET
+    manage_boot: bool = True

@@ -83,6 +83,8 @@ def _create_requests() -> None:
         sa.Column("source_state", sa.String(32), nullable=True),
         sa.Column("target_state", sa.String(32), nullable=False),
         sa.Column("status", sa.String(16), nullable=False),
+        sa.Column("version", sa.Integer(), nullable=True),
+        sa.Column("reason", sa.Text(), nullable=True),
         sa.Column("applied_at", TIMESTAMP, nullable=False),
         sa.Column("done_at", TIMESTAMP, nullable=True),
         _node_fk("requests"),

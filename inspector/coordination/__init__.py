@@ -1,0 +1,14 @@
+"""Coordination: node locks (and, later, groups and leader election) through a DLM.
+
+`connect(url, ...)` picks the backend by URL scheme: tooz for redis://, etcd3+http://,
+zookeeper://, file://; an in-process table of locks for memory://.
+"""
+
+from inspector.coordination.backends import (
+    Coordinator,
+    LocalCoordinator,
+    ToozCoordinator,
+    connect,
+)
+
+__all__ = ["Coordinator", "LocalCoordinator", "ToozCoordinator", "connect"]

@@ -1,0 +1,1 @@
+"""The worker: a pool of threads taking transition requests and advancing nodes one step."""

@@ -1,0 +1,55 @@
+"""Fault injection points for the crash tests; inert unless INSPECTOR_FAULTS is set.
+
+INSPECTOR_FAULTS="pause_before_ack=continue,slow_task=inspect:2.5" pauses a worker for
+good just before it would enqueue follow-ups and acknowledge a `continue` (after its
+task ran), and makes the task of `inspect` take 2.5 s. INSPECTOR_FAULTS_MARKER names a
+file the paused worker writes the request id to, so a test knows when to kill it.
+"""
+
+import logging
+import os
+import threading
+from collections.abc import Mapping
+
+LOG = logging.getLogger(__name__)
+
+
+class Faults:
+    def __init__(self, pause_before_ack: frozenset[str] = frozenset(), slow_task=None, marker=None):
+        self.pause_before_ack = pause_before_ack
+        self.slow_task: dict[str, float] = dict(slow_task or {})
+        self.marker = marker
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] = os.environ) -> "Faults":
+        pause, slow = set(), {}
+        for item in filter(None, environ.get("INSPECTOR_FAULTS", "").split(",")):
+            name, _, value = item.partition("=")
+            if name == "pause_before_ack":
+                pause.add(value)
+            elif name == "slow_task":
+                event, _, seconds = value.partition(":")
+                slow[event] = float(seconds)
+            else:
+                raise ValueError(f"unknown fault {name!r} in INSPECTOR_FAULTS")
+        if pause or slow:
+            LOG.warning("Fault injection enabled: %s", environ["INSPECTOR_FAULTS"])
+        return cls(frozenset(pause), slow, environ.get("INSPECTOR_FAULTS_MARKER"))
+
+    def before_ack(self, event: str, request_id: str) -> None:
+        if event not in self.pause_before_ack:
+            return
+        LOG.warning("Fault: pausing for good before acknowledging %s %s", event, request_id)
+        if self.marker:
+            with open(self.marker, "a") as marker:
+                marker.write(request_id + "\n")
+        threading.Event().wait()
+
+    def task_delay(self, event: str) -> None:
+        seconds = self.slow_task.get(event)
+        if seconds:
+            # Deliberately not the shutdown flag: a running task finishes on SIGTERM.
+            threading.Event().wait(seconds)
+
+
+NO_FAULTS = Faults()

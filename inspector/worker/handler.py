@@ -1,0 +1,236 @@
+"""One request, one step: lock the node, compute and commit the transition, run its task,
+enqueue follow-ups, acknowledge. The design's worker loop body, written for redelivery.
+
+Never blocks on a lock (busy: retry later) and never acknowledges before the state change
+is committed and the follow-ups are enqueued.
+"""
+
+import dataclasses
+import logging
+from collections.abc import Callable
+from typing import Protocol
+
+from inspector import errors
+from inspector.broker.message import DELETE, Request
+from inspector.coordination import Coordinator
+from inspector.machine import FINAL_STATES, STRICT_EVENTS, Event, Machine, State, Transition
+from inspector.store import Change, NodeRecord, RequestRecord, Store, requests
+from inspector.worker.faults import NO_FAULTS, Faults
+from inspector.worker.tasks import Tasks
+
+LOG = logging.getLogger(__name__)
+
+#: Requests that still cannot be applied after this many attempts are dead-lettered.
+MAX_ATTEMPTS = 200
+
+
+class Delivery(Protocol):
+    request: Request | None
+    error: str | None
+
+    def ack(self) -> None: ...
+    def retry(self, delay: float) -> None: ...
+    def dead_letter(self, reason: str) -> None: ...
+
+
+class Publisher(Protocol):
+    def put(self, request: Request) -> None: ...
+
+
+def backoff(attempt: int, base: float = 0.05, cap: float = 2.0) -> float:
+    """Seconds before the next attempt of a request that could not be applied yet."""
+    return min(cap, base * 2 ** min(attempt, 16))
+
+
+def lock_name(node_uuid: str) -> str:
+    return f"inspector-node-{node_uuid}"
+
+
+class Handler:
+    def __init__(
+        self,
+        store: Store,
+        coordinator: Coordinator,
+        queue: Publisher,
+        tasks: Tasks,
+        *,
+        machine: Machine | None = None,
+        faults: Faults = NO_FAULTS,
+        max_attempts: int = MAX_ATTEMPTS,
+        delay: Callable[[int], float] = backoff,
+    ) -> None:
+        self.store = store
+        self.coordinator = coordinator
+        self.queue = queue
+        self.tasks = tasks
+        self.machine = machine or Machine()
+        self.faults = faults
+        self.max_attempts = max_attempts
+        self.delay = delay
+
+    def handle(self, delivery: Delivery) -> None:
+        """Settle one delivery: ack, retry later, or dead-letter. Store, queue and DLM
+        outages propagate (the delivery is then neither acked nor lost)."""
+        request = delivery.request
+        if request is None:
+            delivery.dead_letter(delivery.error or "malformed request")
+            return
+        if request.attempt >= self.max_attempts:
+            delivery.dead_letter(f"not applicable after {request.attempt} attempts")
+            return
+        if request.event != DELETE and not _is_event(request.event):
+            delivery.dead_letter(f"unknown event {request.event!r}")
+            return
+        with self.coordinator.try_lock(lock_name(request.node_uuid)) as held:
+            if not held:
+                self._log(request, logging.DEBUG, "node is locked by another worker: later")
+                delivery.retry(self.delay(request.attempt))
+                return
+            if self._step(request):
+                delivery.ack()
+            else:
+                delivery.retry(self.delay(request.attempt))
+
+    def _log(self, request: Request, level: int, message: str, *args, **kwargs) -> None:
+        LOG.log(
+            level,
+            "[node %s req %s %s] " + message,
+            request.node_uuid,
+            request.request_id,
+            request.event,
+            *args,
+            **kwargs,
+        )
+
+    def _step(self, request: Request) -> bool:
+        """Apply the request under the node lock; False means "not yet, retry later"."""
+        if request.event == DELETE:
+            deleted = self.store.delete_node(request.node_uuid)
+            self._log(request, logging.INFO, "node records %s", "deleted" if deleted else "absent")
+            return True
+        event = Event(request.event)
+        seen = self.store.find_request(request.request_id)
+        if seen is not None:
+            return self._redelivered(request, event, seen)
+        node = self._load(request.node_uuid)
+        if node is None and not self.machine.can(None, event):
+            self._log(request, logging.INFO, "node not in the store (yet): later")
+            return False
+        state = None if node is None else State(node.state)
+        try:
+            transition = self.machine.advance(state, event)
+        except errors.InvalidTransition as exc:
+            self._log(request, logging.WARNING, "refused: %s", exc.message)
+            if node is not None:
+                self.store.reject(node.uuid, request.request_id, event, node.state, exc.message)
+            return True
+        try:
+            node = self._commit(node, request, transition)
+        except (errors.NodeBusy, errors.Conflict) as exc:
+            self._log(request, logging.INFO, "lost a race (%s): later", exc.message)
+            return False
+        self._run(node, request, transition)
+        return True
+
+    def _load(self, node_uuid: str) -> NodeRecord | None:
+        try:
+            return self.store.get_node(node_uuid)
+        except errors.NotFound:
+            return None
+
+    def _commit(
+        self,
+        node: NodeRecord | None,
+        request: Request,
+        transition: Transition,
+        *,
+        request_id: str | None = None,
+        reason: str | None = None,
+    ) -> NodeRecord:
+        """Compare-and-swap the node into the transition's target, with its columns."""
+        now = self.store.clock()
+        change = Change(
+            node_uuid=request.node_uuid,
+            expected_version=None if node is None else node.version,
+            request_id=request_id or request.request_id,
+            event=transition.event,
+            source=transition.source,
+            target=transition.target,
+        )
+        fields: dict = {}
+        target = transition.target
+        entering = transition.source != target
+        if target in (State.STARTING, State.ENROLLING) and entering:
+            fields = {"started_at": now, "finished_at": None, "error": None}
+        elif target is State.REAPPLYING:
+            fields = {"finished_at": None, "error": None}
+        elif target in FINAL_STATES:
+            error = None
+            if target is State.ERROR:
+                error = reason or transition.reason or self.tasks.error_reason(request)
+            fields = {"finished_at": now, "error": error}
+        node = self.store.apply(dataclasses.replace(change, **fields))
+        self._log(request, logging.INFO, "%s -> %s", transition.source, target)
+        return node
+
+    def _run(self, node: NodeRecord, request: Request, transition: Transition) -> None:
+        """The task, then the follow-ups, then the request is done. A failing task sends
+        the node to error instead."""
+        try:
+            self.faults.task_delay(request.event)
+            follow_ups = self.tasks.run(node, request, transition)
+        except Exception as exc:
+            message = exc.message if isinstance(exc, errors.InspectorError) else str(exc)
+            self._log(request, logging.ERROR, "task failed: %s", message, exc_info=True)
+            self._fail(node, request, f"{transition.target} failed: {message}")
+            follow_ups = []
+        self.faults.before_ack(request.event, request.request_id)
+        for event in follow_ups:
+            self.queue.put(request.follow_up(event))
+        self.store.finish_request(request.request_id)
+
+    def _fail(self, node: NodeRecord, request: Request, message: str) -> None:
+        current = self.store.get_node(node.uuid)
+        transition = self.machine.advance(State(current.state), Event.ERROR)
+        self._commit(
+            current,
+            request,
+            transition,
+            request_id=request.follow_up(Event.ERROR).request_id,
+            reason=message,
+        )
+
+    def _redelivered(self, request: Request, event: Event, seen: RequestRecord) -> bool:
+        """A request id seen before: done/rejected ones are consumed; an applied one
+        lost its worker mid-way: strict events go to error (deja vu), reentrant ones
+        run their task again."""
+        if seen.status != requests.APPLIED:
+            self._log(request, logging.INFO, "already %s: consumed", seen.status)
+            return True
+        node = self._load(request.node_uuid)
+        if node is None or node.version != seen.version:
+            self._log(request, logging.INFO, "applied, and the node moved on since: consumed")
+            self.store.finish_request(request.request_id)
+            return True
+        if event not in STRICT_EVENTS:
+            self._log(request, logging.WARNING, "applied but unfinished: running its task again")
+            transition = Transition(
+                State(seen.source_state) if seen.source_state else None,
+                event,
+                State(node.state),
+                None,
+            )
+            self._run(node, request, transition)
+            return True
+        self._log(request, logging.WARNING, "strict event seen again: deja vu")
+        if self.machine.can(State(node.state), event):
+            transition = self.machine.advance(State(node.state), event)
+            self._commit(
+                node, request, transition, request_id=request.follow_up("dejavu").request_id
+            )
+        self.store.finish_request(request.request_id)
+        return True
+
+
+def _is_event(name: str) -> bool:
+    return name in Event._value2member_map_

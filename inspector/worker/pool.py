@@ -1,0 +1,79 @@
+"""The worker pool: the only place with worker threads. Each thread runs the design's
+loop: get (with a timeout) -> stop if shutting down -> handle one request -> again.
+
+Threads never sleep: they wait on the queue or on the shutdown flag.
+"""
+
+import logging
+import threading
+from typing import Protocol
+
+from inspector import errors
+from inspector.lifecycle import Lifecycle
+from inspector.worker.handler import Delivery, Handler, backoff
+
+LOG = logging.getLogger(__name__)
+
+
+class Source(Protocol):
+    def get(self, timeout: float) -> Delivery | None: ...
+
+
+class Pool:
+    def __init__(
+        self,
+        queue: Source,
+        handler: Handler,
+        lifecycle: Lifecycle,
+        *,
+        size: int,
+        get_timeout: float,
+    ) -> None:
+        self.queue = queue
+        self.handler = handler
+        self.lifecycle = lifecycle
+        self.size = size
+        self.get_timeout = get_timeout
+        self._threads: list[threading.Thread] = []
+
+    def start(self) -> None:
+        for number in range(self.size):
+            thread = threading.Thread(target=self._work, name=f"worker-{number}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        LOG.info("Worker pool of %d threads started", self.size)
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait for the threads to finish what they hold; True when all have."""
+        for thread in self._threads:
+            thread.join(timeout)
+        return not any(thread.is_alive() for thread in self._threads)
+
+    def _work(self) -> None:
+        while not self.lifecycle.shutdown.is_set():
+            try:
+                self.step()
+            except errors.InspectorError as exc:
+                self.lifecycle.stop(f"work queue unavailable: {exc.message}", exit_status=1)
+
+    def step(self) -> bool:
+        """One pass of the loop; False when the queue had nothing within the timeout."""
+        delivery = self.queue.get(self.get_timeout)
+        if delivery is None:
+            return False
+        if self.lifecycle.shutdown.is_set():
+            delivery.retry(0)  # back on the queue for another process
+            return True
+        try:
+            self.handler.handle(delivery)
+        except Exception as exc:
+            # Store or DLM trouble (or a bug) mid-step: nothing was acknowledged, so the
+            # request is retried; a committed state change is recognised next time, and
+            # a request that keeps failing is dead-lettered after the maximum attempts.
+            if isinstance(exc, errors.InspectorError):
+                LOG.warning("Request not applied (%s): retrying later", exc.message)
+            else:
+                LOG.exception("Request not applied: retrying later")
+            attempt = delivery.request.attempt if delivery.request else 0
+            delivery.retry(backoff(attempt))
+        return True

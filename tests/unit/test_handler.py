@@ -1,0 +1,336 @@
+"""The worker's step, one request at a time: real store (SQLite), in-process locks,
+recording queue and tasks, a fake clock."""
+
+import dataclasses
+import datetime
+
+import pytest
+
+from inspector import errors
+from inspector.broker.message import DELETE, Request
+from inspector.coordination import LocalCoordinator
+from inspector.machine import DEJA_VU_REASON, Event, State
+from inspector.store import Change, Store, schema
+from inspector.worker import handler as handler_module
+from inspector.worker.handler import Handler, lock_name
+from inspector.worker.tasks import Tasks
+
+NODE = "6f6e3e5e-0c36-4bd6-9d5a-1b2f4b4b0d6a"
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = datetime.datetime(2026, 11, 22, 12, 0, 0)
+
+    def __call__(self):
+        self.now += datetime.timedelta(seconds=1)
+        return self.now
+
+
+@dataclasses.dataclass
+class FakeDelivery:
+    request: Request | None
+    error: str | None = None
+    outcome: str | None = None
+    delay: float | None = None
+
+    def ack(self):
+        assert self.outcome is None
+        self.outcome = "ack"
+
+    def retry(self, delay):
+        assert self.outcome is None
+        self.outcome, self.delay = "retry", delay
+
+    def dead_letter(self, reason):
+        assert self.outcome is None
+        self.outcome, self.error = "dead", reason
+
+
+class RecordingQueue:
+    def __init__(self):
+        self.put_requests = []
+
+    def put(self, request):
+        self.put_requests.append(request)
+
+    def events(self):
+        return [r.event for r in self.put_requests]
+
+
+class RecordingTasks(Tasks):
+    def __init__(self, fail_on=None):
+        self.calls = []
+        self.fail_on = fail_on
+
+    def start(self, node, request):
+        self.calls.append(("start", node.uuid))
+        if self.fail_on == "start":
+            raise errors.ServiceUnavailable("Ironic is down")
+
+    def process(self, node, request):
+        self.calls.append(("process", node.uuid))
+        if self.fail_on == "process":
+            raise RuntimeError("hook exploded")
+
+
+@pytest.fixture
+def store(tmp_path):
+    url = f"sqlite:///{tmp_path / 'inspector.sqlite'}"
+    schema.upgrade(url)
+    db = Store.from_url(url, clock=FakeClock())
+    yield db
+    db.close()
+
+
+@pytest.fixture
+def queue():
+    return RecordingQueue()
+
+
+@pytest.fixture
+def tasks():
+    return RecordingTasks()
+
+
+@pytest.fixture
+def coordinator():
+    return LocalCoordinator()
+
+
+@pytest.fixture
+def handler(store, coordinator, queue, tasks):
+    return Handler(store, coordinator, queue, tasks)
+
+
+def deliver(handler, event, request_id=None, node=NODE, **kwargs):
+    request = Request(node_uuid=node, event=event, **kwargs)
+    if request_id:
+        request = dataclasses.replace(request, request_id=request_id)
+    delivery = FakeDelivery(request)
+    handler.handle(delivery)
+    return delivery
+
+
+def test_inspect_creates_the_node_and_enqueues_wait(handler, store, queue, tasks):
+    delivery = deliver(handler, "inspect", request_id="r1")
+    assert delivery.outcome == "ack"
+    node = store.get_node(NODE)
+    assert node.state == State.STARTING
+    assert node.started_at is not None and node.finished_at is None
+    assert queue.events() == ["wait"]
+    assert tasks.calls == [("start", NODE)]
+    assert store.find_request("r1").status == "done"
+
+
+def test_a_whole_introspection(handler, store, queue):
+    for event in ("inspect", "wait", "continue", "finish"):
+        assert deliver(handler, event).outcome == "ack"
+    node = store.get_node(NODE)
+    assert node.state == State.FINISHED
+    assert node.finished_at is not None and node.error is None
+    assert queue.events() == ["wait", "finish"]
+    path = [(r.source_state, r.event, r.target_state) for r in store.history(NODE)]
+    assert path == [
+        (None, "inspect", "starting"),
+        ("starting", "wait", "waiting"),
+        ("waiting", "continue", "processing"),
+        ("processing", "finish", "finished"),
+    ]
+
+
+def test_follow_up_ids_derive_from_the_request(handler, queue):
+    deliver(handler, "inspect", request_id="abc")
+    assert queue.put_requests[0].request_id == "abc.wait"
+    assert queue.put_requests[0].node_uuid == NODE
+
+
+def test_busy_lock_leaves_the_request_for_later(handler, store, coordinator):
+    deliver(handler, "inspect")
+    with coordinator.try_lock(lock_name(NODE)) as held:
+        assert held
+        delivery = deliver(handler, "wait", attempt=3)
+    assert delivery.outcome == "retry"
+    assert delivery.delay == handler_module.backoff(3)
+    assert store.get_node(NODE).state == State.STARTING
+
+
+def test_backoff_grows_and_is_capped():
+    delays = [handler_module.backoff(n) for n in range(20)]
+    assert delays == sorted(delays)
+    assert delays[0] > 0
+    assert delays[-1] == 2.0
+
+
+def test_invalid_transition_is_consumed_and_recorded(handler, store, tasks):
+    deliver(handler, "inspect")
+    delivery = deliver(handler, "finish", request_id="bad")
+    assert delivery.outcome == "ack"
+    assert store.get_node(NODE).state == State.STARTING
+    record = store.find_request("bad")
+    assert record.status == "rejected"
+    assert "not allowed in state starting" in record.reason
+    assert tasks.calls == [("start", NODE)]
+
+
+def test_missing_node_is_retried_later(handler, store):
+    delivery = deliver(handler, "continue", attempt=0)
+    assert delivery.outcome == "retry"
+    with pytest.raises(errors.NotFound):
+        store.get_node(NODE)
+
+
+def test_done_request_seen_again_is_consumed_without_its_task(handler, tasks, queue):
+    deliver(handler, "inspect", request_id="r1")
+    delivery = deliver(handler, "inspect", request_id="r1")
+    assert delivery.outcome == "ack"
+    assert tasks.calls == [("start", NODE)]
+    assert queue.events() == ["wait"]
+
+
+def _crash_after_commit(store, event, source, target, request_id):
+    """What a worker killed after committing (and maybe running the task) leaves."""
+    node = store.get_node(NODE)
+    store.apply(
+        Change(
+            node_uuid=NODE,
+            expected_version=node.version,
+            request_id=request_id,
+            event=event,
+            source=source,
+            target=target,
+        )
+    )
+
+
+def test_strict_event_seen_again_is_deja_vu(handler, store, tasks, queue):
+    deliver(handler, "inspect")
+    deliver(handler, "wait")
+    _crash_after_commit(store, "continue", "waiting", "processing", "c1")
+    delivery = deliver(handler, "continue", request_id="c1")
+    assert delivery.outcome == "ack"
+    node = store.get_node(NODE)
+    assert node.state == State.ERROR
+    assert node.error == DEJA_VU_REASON
+    assert ("process", NODE) not in tasks.calls
+    assert "finish" not in queue.events()
+    assert store.find_request("c1").status == "done"
+
+
+def test_reentrant_event_seen_again_runs_its_task_again(handler, store, tasks, queue):
+    deliver(handler, "inspect", request_id="i1")
+    _crash_after_commit(store, "wait", "starting", "waiting", "w1")
+    deliver(handler, "wait", request_id="w1")
+    assert store.get_node(NODE).state == State.WAITING
+    queue.put_requests.clear()
+    tasks.calls.clear()
+    # A redelivered inspect whose task never finished runs it again, once.
+    store.apply(
+        Change(
+            node_uuid=NODE,
+            expected_version=store.get_node(NODE).version,
+            request_id="i2",
+            event="abort",
+            source="waiting",
+            target="error",
+        )
+    )
+    _crash_after_commit(store, "inspect", "error", "starting", "i3")
+    delivery = deliver(handler, "inspect", request_id="i3")
+    assert delivery.outcome == "ack"
+    assert tasks.calls == [("start", NODE)]
+    assert queue.events() == ["wait"]
+    assert store.get_node(NODE).state == State.STARTING
+    assert store.find_request("i3").status == "done"
+
+
+def test_applied_request_superseded_by_a_later_change_is_consumed(handler, store, tasks):
+    deliver(handler, "inspect")
+    _crash_after_commit(store, "wait", "starting", "waiting", "w1")
+    deliver(handler, "abort")  # the node moved on: waiting -> error
+    tasks.calls.clear()
+    delivery = deliver(handler, "wait", request_id="w1")
+    assert delivery.outcome == "ack"
+    assert tasks.calls == []
+    assert store.get_node(NODE).state == State.ERROR
+
+
+def test_abort_sets_the_operator_message(handler, store):
+    for event in ("inspect", "wait", "abort"):
+        deliver(handler, event)
+    node = store.get_node(NODE)
+    assert node.state == State.ERROR
+    assert node.error == "Canceled by operator"
+    assert node.finished_at is not None
+
+
+def test_restart_after_error_clears_error_and_finished_at(handler, store):
+    for event in ("inspect", "wait", "abort", "inspect"):
+        deliver(handler, event)
+    node = store.get_node(NODE)
+    assert node.state == State.STARTING
+    assert node.error is None and node.finished_at is None
+
+
+@pytest.mark.parametrize(
+    ("fail_on", "events"), [("start", ["inspect"]), ("process", ["inspect", "wait", "continue"])]
+)
+def test_failing_task_sends_the_node_to_error(store, coordinator, queue, fail_on, events):
+    handler = Handler(store, coordinator, queue, RecordingTasks(fail_on=fail_on))
+    for event in events:
+        assert deliver(handler, event).outcome == "ack"
+    node = store.get_node(NODE)
+    assert node.state == State.ERROR
+    assert node.error.startswith(("starting failed", "processing failed"))
+    assert queue.events() == (["wait"] if fail_on == "process" else [])
+
+
+def test_delete_removes_the_node_and_is_always_consumed(handler, store):
+    deliver(handler, "inspect")
+    assert deliver(handler, DELETE).outcome == "ack"
+    with pytest.raises(errors.NotFound):
+        store.get_node(NODE)
+    assert store.history(NODE) == []
+    assert deliver(handler, DELETE).outcome == "ack"
+
+
+def test_malformed_request_is_dead_lettered(handler):
+    delivery = FakeDelivery(None, error="not JSON")
+    handler.handle(delivery)
+    assert delivery.outcome == "dead"
+    assert delivery.error == "not JSON"
+
+
+def test_unknown_event_is_dead_lettered(handler):
+    assert deliver(handler, "explode").outcome == "dead"
+
+
+def test_too_many_attempts_are_dead_lettered(handler):
+    delivery = deliver(handler, "continue", attempt=handler.max_attempts)
+    assert delivery.outcome == "dead"
+    assert "attempts" in delivery.error
+
+
+def test_lost_compare_and_swap_is_retried(store, coordinator, queue, tasks):
+    class RacingStore:
+        """Another writer bumps the version between our read and our write."""
+
+        def __init__(self, inner):
+            self.inner = inner
+            self.clock = inner.clock
+
+        def __getattr__(self, name):
+            return getattr(self.inner, name)
+
+        def get_node(self, uuid):
+            node = self.inner.get_node(uuid)
+            self.inner.set_state(uuid, node.version, node.state)
+            return node
+
+    handler = Handler(store, coordinator, queue, tasks)
+    deliver(handler, "inspect")
+    racing = Handler(RacingStore(store), coordinator, queue, tasks)
+    delivery = deliver(racing, "wait", request_id="w1")
+    assert delivery.outcome == "retry"
+    assert store.get_node(NODE).state == State.STARTING
+    assert store.find_request("w1") is None
