@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
+from inspector import errors
 from inspector.store import engine as engines
 from inspector.store import nodes, requests
 from inspector.store.nodes import UNSET, NodeRecord, Unset
@@ -161,6 +162,18 @@ class Store:
                 reason=reason,
                 now=self.clock(),
             )
+
+    def load(
+        self, node_uuid: str, request_id: str
+    ) -> tuple[NodeRecord | None, RequestRecord | None]:
+        """The node (None when absent) and the request's row (None when new), in one
+        round of reads."""
+        with self.session() as session:
+            try:
+                node = nodes.get(session, node_uuid)
+            except errors.NotFound:
+                node = None
+            return node, requests.find(session, request_id)
 
     def find_request(self, request_id: str) -> RequestRecord | None:
         with self.session() as session:

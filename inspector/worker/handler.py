@@ -109,10 +109,9 @@ class Handler:
             self._log(request, logging.INFO, "node records %s", "deleted" if deleted else "absent")
             return True
         event = Event(request.event)
-        seen = self.store.find_request(request.request_id)
+        node, seen = self.store.load(request.node_uuid, request.request_id)
         if seen is not None:
-            return self._redelivered(request, event, seen)
-        node = self._load(request.node_uuid)
+            return self._redelivered(request, event, seen, node)
         if node is None and not self.machine.can(None, event):
             self._log(request, logging.INFO, "node not in the store (yet): later")
             return False
@@ -129,14 +128,9 @@ class Handler:
         except (errors.NodeBusy, errors.Conflict) as exc:
             self._log(request, logging.INFO, "lost a race (%s): later", exc.message)
             return False
-        self._run(node, request, transition)
+        if self.tasks.has_work(transition.target):
+            self._run(node, request, transition)
         return True
-
-    def _load(self, node_uuid: str) -> NodeRecord | None:
-        try:
-            return self.store.get_node(node_uuid)
-        except errors.NotFound:
-            return None
 
     def _commit(
         self,
@@ -156,6 +150,8 @@ class Handler:
             event=transition.event,
             source=transition.source,
             target=transition.target,
+            # Without a task the request is finished the moment it is applied.
+            status=requests.APPLIED if self.tasks.has_work(transition.target) else requests.DONE,
         )
         fields: dict = {}
         target = transition.target
@@ -200,14 +196,15 @@ class Handler:
             reason=message,
         )
 
-    def _redelivered(self, request: Request, event: Event, seen: RequestRecord) -> bool:
+    def _redelivered(
+        self, request: Request, event: Event, seen: RequestRecord, node: NodeRecord | None
+    ) -> bool:
         """A request id seen before: done/rejected ones are consumed; an applied one
         lost its worker mid-way: strict events go to error (deja vu), reentrant ones
         run their task again."""
         if seen.status != requests.APPLIED:
             self._log(request, logging.INFO, "already %s: consumed", seen.status)
             return True
-        node = self._load(request.node_uuid)
         if node is None or node.version != seen.version:
             self._log(request, logging.INFO, "applied, and the node moved on since: consumed")
             self.store.finish_request(request.request_id)

@@ -27,6 +27,10 @@ DEFAULT_ERROR = "Introspection failed"
 class Tasks:
     """Runs the task of a transition. Subclasses do the Ironic and processing work."""
 
+    def has_work(self, target: State) -> bool:
+        """Whether entering target runs a task or enqueues a follow-up."""
+        return target in FOLLOW_UPS
+
     def run(self, node: NodeRecord, request: Request, transition: Transition) -> list[Event]:
         """Do the transition's work; return the follow-up events to enqueue."""
         handler = {

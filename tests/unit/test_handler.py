@@ -9,7 +9,7 @@ import pytest
 from inspector import errors
 from inspector.broker.message import DELETE, Request
 from inspector.coordination import LocalCoordinator
-from inspector.machine import DEJA_VU_REASON, Event, State
+from inspector.machine import DEJA_VU_REASON, State
 from inspector.store import Change, Store, schema
 from inspector.worker import handler as handler_module
 from inspector.worker.handler import Handler, lock_name
@@ -322,10 +322,10 @@ def test_lost_compare_and_swap_is_retried(store, coordinator, queue, tasks):
         def __getattr__(self, name):
             return getattr(self.inner, name)
 
-        def get_node(self, uuid):
-            node = self.inner.get_node(uuid)
+        def load(self, uuid, request_id):
+            node, seen = self.inner.load(uuid, request_id)
             self.inner.set_state(uuid, node.version, node.state)
-            return node
+            return node, seen
 
     handler = Handler(store, coordinator, queue, tasks)
     deliver(handler, "inspect")
