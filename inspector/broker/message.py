@@ -6,6 +6,7 @@ the database), never carries it. Anything that does not parse is MalformedReques
 
 import dataclasses
 import json
+import math
 import time
 import uuid
 from typing import Any
@@ -60,17 +61,20 @@ class Request:
             request_id=request_id or f"{self.request_id[:40]}.{event}",
         )
 
-    def to_json(self) -> str:
+    def to_dict(self) -> dict[str, Any]:
         body = dataclasses.asdict(self)
         body["schema"] = SCHEMA_VERSION
-        return json.dumps(body, sort_keys=True)
+        return body
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str | bytes) -> "Request":
-        try:
-            body: Any = json.loads(text)
-        except (ValueError, TypeError) as exc:
-            raise MalformedRequest(f"not JSON: {exc}") from exc
+        return cls.from_dict(_load_json(text))
+
+    @classmethod
+    def from_dict(cls, body: Any) -> "Request":
         if not isinstance(body, dict):
             raise MalformedRequest("not a JSON object")
         if body.get("schema") != SCHEMA_VERSION:
@@ -82,5 +86,45 @@ class Request:
                 raise MalformedRequest(f"field {name} has the wrong type")
         if not body["node_uuid"] or not body["event"] or not body["request_id"]:
             raise MalformedRequest("empty node_uuid, event or request_id")
-        del body["schema"]
         return cls(**{k: body[k] for k in _FIELDS if k != "schema"})
+
+
+@dataclasses.dataclass(frozen=True)
+class Envelope:
+    """What a queue message carries: a request and the earliest time to handle it.
+
+    The envelope is the queue's business, not the request's: `not_before` (seconds
+    since the epoch) delays a retried request without a broker feature for delays.
+    """
+
+    request: Request
+    not_before: float | None = None
+
+    def to_json(self) -> str:
+        body = {"request": self.request.to_dict(), "not_before": self.not_before}
+        return json.dumps(body, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> "Envelope":
+        body = _load_json(text)
+        if not isinstance(body, dict) or "request" not in body:
+            raise MalformedRequest("not a queue envelope (no request)")
+        not_before = body.get("not_before")
+        if not_before is not None and (
+            not isinstance(not_before, int | float)
+            or isinstance(not_before, bool)
+            or not math.isfinite(not_before)
+        ):
+            # NaN would never be due: the message would circulate forever.
+            raise MalformedRequest("field not_before is not a finite number")
+        return cls(request=Request.from_dict(body["request"]), not_before=not_before)
+
+    def is_due(self, now: float) -> bool:
+        return self.not_before is None or self.not_before <= now
+
+
+def _load_json(text: str | bytes) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, TypeError) as exc:
+        raise MalformedRequest(f"not JSON: {exc}") from exc

@@ -8,16 +8,25 @@ from inspector import conf as config
 from inspector import store
 from inspector.api import app as app_factory
 from inspector.api import server
+from inspector.cmd import wiring
 from inspector.cmd.logs import setup_logging
+from inspector.errors import ConfigError
 from inspector.lifecycle import Lifecycle
 from inspector.store import schema
 
 LOG = logging.getLogger(__name__)
 
+#: Seconds a running task may still take after SIGTERM before the process gives up on it.
+TASK_BOUND = 60.0
+
 
 def add_parsers(commands) -> None:
     api = commands.add_parser("api", help="serve the HTTP API")
     api.set_defaults(run=run_api)
+    worker = commands.add_parser(
+        "worker", help="run a pool of workers taking transition requests from the queue"
+    )
+    worker.set_defaults(run=run_worker)
     everything = commands.add_parser(
         "all",
         help="API and workers in one process on embedded defaults (SQLite, "
@@ -35,24 +44,58 @@ def _load(argv, *, embedded: bool) -> cfg.ConfigOpts:
     return conf
 
 
-def _serve(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> int:
+def _require_schema(conf: cfg.ConfigOpts) -> None:
+    current, head = schema.current_revision(store.database_url(conf)), schema.head_revision()
+    if current != head:
+        raise ConfigError(
+            f"the database schema is at {current or 'nothing'}, not {head}: "
+            "run `inspector db upgrade` first"
+        )
+
+
+def _serve(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> None:
     app = app_factory.create_app(conf)
     http = server.Server(app, conf.listen_address, conf.listen_port)
-    lifecycle.install_signal_handlers()
     http.serve_until(lifecycle)
-    LOG.info("Stopped (%s)", lifecycle.reason)
-    return lifecycle.exit_status
+
+
+def _stop_pool(pool, conf: cfg.ConfigOpts) -> None:
+    bound = conf.worker.get_timeout + TASK_BOUND
+    if not pool.join(bound):
+        LOG.warning("Workers still busy after %.0f s: exiting; their requests come back", bound)
 
 
 def run_api(_args, argv) -> int:
     conf = _load(argv, embedded=False)
-    return _serve(conf, Lifecycle())
+    lifecycle = Lifecycle()
+    lifecycle.install_signal_handlers()
+    _serve(conf, lifecycle)
+    LOG.info("Stopped (%s)", lifecycle.reason)
+    return lifecycle.exit_status
+
+
+def run_worker(_args, argv) -> int:
+    conf = _load(argv, embedded=False)
+    wiring.check_shared_backends(conf, "worker")
+    _require_schema(conf)
+    lifecycle = Lifecycle()
+    lifecycle.install_signal_handlers()
+    with wiring.running_pool(conf, lifecycle) as pool:
+        lifecycle.shutdown.wait()
+        _stop_pool(pool, conf)
+    LOG.info("Stopped (%s)", lifecycle.reason)
+    return lifecycle.exit_status
 
 
 def run_all(_args, argv) -> int:
     conf = _load(argv, embedded=True)
-    url = store.database_url(conf)
-    old, new = schema.upgrade(url)
+    old, new = schema.upgrade(store.database_url(conf))
     if old != new:
         LOG.info("Database schema upgraded from %s to %s", old or "empty", new)
-    return _serve(conf, Lifecycle())
+    lifecycle = Lifecycle()
+    lifecycle.install_signal_handlers()
+    with wiring.running_pool(conf, lifecycle) as pool:
+        _serve(conf, lifecycle)
+        _stop_pool(pool, conf)
+    LOG.info("Stopped (%s)", lifecycle.reason)
+    return lifecycle.exit_status

@@ -36,6 +36,10 @@ OWNERS = {
     "werkzeug": "inspector.api",
     "cheroot": "inspector.api",
     "automaton": "inspector.machine",
+    "kombu": "inspector.broker",
+    "tooz": "inspector.coordination",
+    "sqlalchemy": "inspector.store",
+    "alembic": "inspector.store",
 }
 
 

@@ -1,0 +1,293 @@
+"""Worker throughput against the cost of its parts, on real services.
+
+    scripts/services start postgresql redis rabbitmq; eval "$(scripts/services env)"
+    .venv/bin/python bench/worker.py [--nodes 200] [--out bench/results/worker.json]
+
+Measures, in one run: one tooz lock acquire+release (Redis), one compare-and-swap update
+(PostgreSQL), one put+get+ack (Redis and RabbitMQ); then transitions per second of real
+`inspector worker` processes (1 and 2 processes) on Redis+PostgreSQL and
+RabbitMQ+PostgreSQL, and the cost of one transition with a single worker thread.
+Targets (issue 3): a transition costs at most 2x the sum of its parts; 2 processes give
+at least 1.6x the throughput of 1. Results go to JSON and to docs/performance.md.
+"""
+
+import argparse
+import contextlib
+import json
+import os
+import pathlib
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+import sqlalchemy
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+from sqlalchemy.pool import NullPool
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from inspector.broker.message import Request  # noqa: E402
+from inspector.broker.queue import WorkQueue  # noqa: E402
+from inspector.coordination import connect  # noqa: E402
+from inspector.store import Store, schema  # noqa: E402
+
+DEADLINE = 300.0  # seconds any one scenario may take before the bench gives up
+
+
+def env(name):
+    value = os.environ.get(name)
+    if not value:
+        sys.exit(f"{name} is not set: run scripts/services start ... and eval its env")
+    return value
+
+
+def tooz_url(redis_url):
+    return redis_url.split("/0")[0] + "?timeout=5"
+
+
+@contextlib.contextmanager
+def fresh_database(admin_url):
+    admin = sqlalchemy.create_engine(admin_url, poolclass=NullPool, isolation_level="AUTOCOMMIT")
+    name = f"inspector_bench_{uuid.uuid4().hex[:10]}"
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    url = make_url(admin_url).set(database=name).render_as_string(hide_password=False)
+    try:
+        schema.upgrade(url)
+        yield url
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+def per_op_ms(count, operation):
+    started = time.perf_counter()
+    for index in range(count):
+        operation(index)
+    return (time.perf_counter() - started) / count * 1000
+
+
+def part_lock(redis_url, count):
+    coordinator = connect(tooz_url(redis_url), f"bench-{os.getpid()}")
+    coordinator.start()
+    try:
+
+        def once(index):
+            with coordinator.try_lock(f"bench-{index % 50}") as held:
+                assert held
+
+        return per_op_ms(count, once)
+    finally:
+        coordinator.stop()
+
+
+def part_cas(database_url, count):
+    store = Store.from_url(database_url)
+    node = str(uuid.uuid4())
+    store.create_node(node, "waiting")
+    version = [store.get_node(node).version]
+
+    def once(_index):
+        version[0] = store.set_state(node, version[0], "waiting")
+
+    try:
+        return per_op_ms(count, once)
+    finally:
+        store.close()
+
+
+def part_queue(url, count):
+    queue = WorkQueue(url, f"bench-{uuid.uuid4().hex[:8]}")
+
+    def once(_index):
+        queue.put(Request(node_uuid="n", event="wait"))
+        delivery = queue.get(5.0)
+        assert delivery is not None
+        delivery.ack()
+
+    try:
+        queue.get(0.01)  # connect before timing
+        return per_op_ms(count, once)
+    finally:
+        queue.purge()
+        queue.close()
+
+
+def write_config(directory, database_url, queue_url, queue_name, redis_url, pool_size):
+    path = pathlib.Path(directory) / "inspector.conf"
+    path.write_text(
+        f"""[DEFAULT]
+state_path = {directory}
+[database]
+connection = {database_url}
+[queue]
+transport_url = {queue_url}
+queue_name = {queue_name}
+[coordination]
+backend_url = {tooz_url(redis_url)}
+[worker]
+pool_size = {pool_size}
+get_timeout = 0.5
+"""
+    )
+    return path
+
+
+def wait_states(store, nodes, state):
+    deadline = time.monotonic() + DEADLINE
+    pending = set(nodes)
+    while pending:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"{len(pending)} nodes not {state} after {DEADLINE} s")
+        with store.session() as session:
+            rows = session.execute(
+                text("SELECT uuid FROM nodes WHERE state = :state"), {"state": state}
+            )
+            pending -= {row[0] for row in rows}
+        if pending:
+            time.sleep(0.05)  # polling the store with a deadline
+
+
+def transitions(admin_url, queue_url, redis_url, processes, pool_size, nodes_count):
+    """Transitions per second: each node goes inspect -> wait -> continue -> finish."""
+    queue_name = f"bench-{uuid.uuid4().hex[:8]}"
+    with fresh_database(admin_url) as database_url, tempfile.TemporaryDirectory() as tmp:
+        config = write_config(tmp, database_url, queue_url, queue_name, redis_url, pool_size)
+        store = Store.from_url(database_url)
+        queue = WorkQueue(queue_url, queue_name)
+        workers = [
+            subprocess.Popen(
+                [sys.executable, "-m", "inspector.cmd", "worker", "--config-file", str(config)],
+                cwd=ROOT,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            for _ in range(processes)
+        ]
+        try:
+            nodes = [str(uuid.uuid4()) for _ in range(nodes_count)]
+            # Warm-up: the workers are connected once one node went through.
+            warm = str(uuid.uuid4())
+            queue.put(Request(node_uuid=warm, event="inspect"))
+            wait_states(store, [warm], "waiting")
+            started = time.perf_counter()
+            for node in nodes:
+                queue.put(Request(node_uuid=node, event="inspect"))
+            wait_states(store, nodes, "waiting")
+            for node in nodes:
+                queue.put(Request(node_uuid=node, event="continue"))
+            wait_states(store, nodes, "finished")
+            elapsed = time.perf_counter() - started
+        finally:
+            for worker in workers:
+                worker.terminate()
+            for worker in workers:
+                worker.wait(timeout=60)
+            queue.purge()
+            queue.close()
+            store.close()
+    count = 4 * nodes_count
+    return {"transitions": count, "seconds": elapsed, "per_second": count / elapsed}
+
+
+def run(args):
+    admin = env("INSPECTOR_TEST_POSTGRESQL_URL")
+    redis_url = env("INSPECTOR_TEST_REDIS_URL")
+    rabbitmq_url = env("INSPECTOR_TEST_RABBITMQ_URL")
+    results = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version()}}
+    with fresh_database(admin) as database_url:
+        parts = {
+            "lock_redis_ms": part_lock(redis_url, args.parts),
+            "cas_postgresql_ms": part_cas(database_url, args.parts),
+            "queue_redis_ms": part_queue(redis_url, args.parts),
+            "queue_rabbitmq_ms": part_queue(rabbitmq_url, args.parts),
+        }
+    results["parts"] = parts
+    scenarios = {}
+    for name, queue_url in (("redis", redis_url), ("rabbitmq", rabbitmq_url)):
+        queue_part = parts[f"queue_{name}_ms"]
+        sum_of_parts = parts["lock_redis_ms"] + parts["cas_postgresql_ms"] + queue_part
+        single = transitions(admin, queue_url, redis_url, 1, 1, args.nodes // 2)
+        one = transitions(admin, queue_url, redis_url, 1, args.pool_size, args.nodes)
+        two = transitions(admin, queue_url, redis_url, 2, args.pool_size, args.nodes)
+        cost = 1000 / single["per_second"]
+        scenarios[name] = {
+            "single_thread": single,
+            "one_process": one,
+            "two_processes": two,
+            "transition_ms_single_thread": cost,
+            "sum_of_parts_ms": sum_of_parts,
+            "cost_ratio": cost / sum_of_parts,
+            "scaling_2_over_1": two["per_second"] / one["per_second"],
+        }
+    results["scenarios"] = scenarios
+    return results
+
+
+def markdown(results):
+    parts = results["parts"]
+    lines = [
+        "## Worker (`bench/worker.py`)",
+        "",
+        f"Machine: {results['machine']['cpus']} CPUs, Python {results['machine']['python']};"
+        " every service on the same machine.",
+        "",
+        "| part | ms per operation |",
+        "|---|---|",
+        f"| tooz lock acquire+release (Redis) | {parts['lock_redis_ms']:.2f} |",
+        f"| compare-and-swap UPDATE (PostgreSQL) | {parts['cas_postgresql_ms']:.2f} |",
+        f"| put+get+ack (Redis) | {parts['queue_redis_ms']:.2f} |",
+        f"| put+get+ack (RabbitMQ) | {parts['queue_rabbitmq_ms']:.2f} |",
+        "",
+        "| queue | 1 thread: ms per transition | sum of parts | ratio (target <= 2) "
+        "| 1 process /s | 2 processes /s | 2 over 1 (target >= 1.6) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, s in results["scenarios"].items():
+        lines.append(
+            f"| {name} | {s['transition_ms_single_thread']:.2f} | {s['sum_of_parts_ms']:.2f} "
+            f"| {s['cost_ratio']:.2f} | {s['one_process']['per_second']:.0f} "
+            f"| {s['two_processes']['per_second']:.0f} | {s['scaling_2_over_1']:.2f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def update_doc(section):
+    doc = ROOT / "docs" / "performance.md"
+    begin, end = "<!-- bench/worker.py begin -->", "<!-- bench/worker.py end -->"
+    text_ = doc.read_text() if doc.exists() else "# Performance\n"
+    block = f"{begin}\n{section}{end}"
+    if begin in text_:
+        head, rest = text_.split(begin, 1)
+        text_ = head + block + rest.split(end, 1)[1]
+    else:
+        text_ = text_.rstrip() + "\n\n" + block + "\n"
+    doc.write_text(text_)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=200)
+    parser.add_argument("--pool-size", type=int, default=4)
+    parser.add_argument("--parts", type=int, default=500, help="operations per part")
+    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "worker.json"))
+    parser.add_argument("--no-doc", action="store_true", help="do not touch docs/")
+    args = parser.parse_args()
+    results = run(args)
+    out = pathlib.Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    section = markdown(results)
+    if not args.no_doc:
+        update_doc(section)
+    print(section)
+
+
+if __name__ == "__main__":
+    main()

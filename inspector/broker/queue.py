@@ -1,0 +1,233 @@
+"""The at-least-once work queue of transition requests, on kombu (RabbitMQ, Redis, memory).
+
+A delivery leaves the queue only when acked, so a worker dying mid-request means the
+request is delivered again: handlers must be idempotent. It never interprets requests.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+import kombu.message
+
+from inspector.broker.link import Link, Links
+from inspector.broker.message import Envelope, MalformedRequest, Request
+from inspector.errors import ServiceUnavailable
+
+LOG = logging.getLogger(__name__)
+
+#: Longest single wait on the broker inside get(), so that shutdown is seen promptly.
+POLL_SLICE = 0.25
+#: Suffix of the queue that receives dead letters.
+DEAD_SUFFIX = ".dead"
+
+
+class WorkQueue:
+    """Put requests; get them as deliveries, which the getter acks, retries or dead-letters.
+
+    Each thread has its own broker connection, opened on first use; `close()` closes
+    them all. Connection failures are retried `max_retries` times, `retry_interval`
+    apart (waits on `shutdown`), then raise ServiceUnavailable.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        queue_name: str = "inspector",
+        *,
+        max_retries: int = 10,
+        retry_interval: float = 2.0,
+        shutdown: threading.Event | None = None,
+        visibility_timeout: float = 300.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.queue_name = queue_name
+        self.dead_queue_name = queue_name + DEAD_SUFFIX
+        self._shutdown = shutdown or threading.Event()
+        self._clock = clock
+        self._links = Links(
+            url,
+            queue_name,
+            attempts=max(1, max_retries),
+            retry_interval=retry_interval,
+            shutdown=self._shutdown,
+            visibility_timeout=visibility_timeout,
+        )
+
+    def __repr__(self) -> str:
+        return f"<WorkQueue {self._links}>"
+
+    @property
+    def is_single_process(self) -> bool:
+        return self._links.transport.is_single_process
+
+    def put(self, request: Request) -> None:
+        """Durably enqueue `request` (on amqp: once the broker confirmed it)."""
+        self.put_raw(Envelope(request).to_json())
+
+    def put_raw(self, body: str | bytes) -> None:
+        """Enqueue a body as it is: to re-inject a dead letter, or to test bad input."""
+        self._publish(self.queue_name, body)
+
+    def get(self, timeout: float) -> Delivery | None:
+        """The next due request, or None after about `timeout` seconds or on shutdown."""
+        deadline = time.monotonic() + timeout
+        while not self._shutdown.is_set():
+            remaining = deadline - time.monotonic()
+            poll = min(remaining, POLL_SLICE)
+            try:
+                self._links.maintain()
+                link, message = self._links.run(
+                    "get from", lambda link, poll=poll: (link, link.receive(poll))
+                )
+            except ServiceUnavailable:
+                if self._shutdown.is_set():
+                    return None
+                raise
+            if message is not None:
+                return self._accept(link, message, deadline)
+            if remaining <= 0:
+                return None
+        return None
+
+    def depth(self) -> int | None:
+        """Messages waiting (delayed ones included, unacked ones not)."""
+        result = self._links.run("count", lambda link: link.declare(self.queue_name))
+        count = getattr(result, "message_count", None)
+        return None if count is None else int(count)
+
+    def purge(self) -> int:
+        """Drop every waiting message; how many there were."""
+        return self._links.run("purge", lambda link: link.purge(self.queue_name))
+
+    def close(self) -> None:
+        """Close every connection opened here; unsettled deliveries go back to the queue.
+
+        Call it once the threads that use the queue stopped.
+        """
+        self._links.close()
+
+    def _accept(
+        self, link: Link, message: kombu.message.Message, deadline: float
+    ) -> Delivery | None:
+        body = message.body if isinstance(message.body, bytes) else message.body.encode()
+        try:
+            envelope = Envelope.from_json(body)
+        except MalformedRequest as exc:
+            return Delivery(self, link, message, body, request=None, error=exc.message)
+        if envelope.not_before is not None and not envelope.is_due(self._clock()):
+            # Not a hot loop: wait for it, but no longer than this get() may last.
+            due_in = envelope.not_before - self._clock()
+            self._shutdown.wait(max(0.0, min(due_in, deadline - time.monotonic())))
+        if self._shutdown.is_set():
+            self._put_back(link, message.requeue)
+            return None
+        if not envelope.is_due(self._clock()):
+            # Unchanged, at the end of the queue: the due messages behind it get through.
+            self._publish(self.queue_name, body)
+            self._put_back(link, message.ack)
+            return None
+        return Delivery(self, link, message, body, request=envelope.request, error=None)
+
+    def _put_back(self, link: Link, settle: Callable[[], object]) -> None:
+        try:
+            self._links.settle(link, settle)
+        except ServiceUnavailable as exc:
+            # Its connection is gone, so the broker delivers it again: nothing is lost.
+            LOG.warning("%s: a message not handed out will be delivered again: %s", self, exc)
+
+    def _publish(self, name: str, body: str | bytes) -> None:
+        action = "publish to" if name == self.queue_name else f"publish to {name} for"
+        self._links.run(action, lambda link: link.publish(name, body))
+
+    def _dead_letter_record(self, body: bytes, reason: str) -> str:
+        record = {
+            "queue": self.queue_name,
+            "reason": reason,
+            "body": body.decode("utf-8", "replace"),
+            "dead_at": self._clock(),
+        }
+        return json.dumps(record, sort_keys=True)
+
+
+class Delivery:
+    """One received message; settle it exactly once, from the thread that got it."""
+
+    def __init__(
+        self,
+        queue: WorkQueue,
+        link: Link,
+        message: kombu.message.Message,
+        body: bytes,
+        *,
+        request: Request | None,
+        error: str | None,
+    ) -> None:
+        #: The request, or None when the body was malformed (then `error` says why).
+        self.request = request
+        self.error = error
+        #: The message body as received.
+        self.body = body
+        #: True when a consumer got this message before and did not ack it.
+        self.redelivered = bool(message.delivery_info.get("redelivered"))
+        self._queue = queue
+        self._link = link
+        self._message = message
+        self._settled = False
+
+    def __repr__(self) -> str:
+        what = self.request or f"malformed: {self.error}"
+        return f"<Delivery {what}>"
+
+    def ack(self) -> None:
+        """Consume: the request is done (or will never be)."""
+        self._check()
+        self._queue._links.settle(self._link, self._message.ack)
+        self._settled = True
+
+    def retry(self, delay: float) -> None:
+        """Leave it for later: a copy with attempt+1, due in `delay` seconds.
+
+        The copy is published before the original is acked: a crash between the two
+        duplicates the request, never loses it. A malformed message is dead-lettered.
+        """
+        self._check()
+        if self.request is None:
+            self.dead_letter(f"malformed, cannot be retried: {self.error}")
+            return
+        envelope = Envelope(self.request.retry(), not_before=self._queue._clock() + delay)
+        self._queue._publish(self._queue.queue_name, envelope.to_json())
+        self._queue._links.settle(self._link, self._message.ack)
+        self._settled = True
+
+    def dead_letter(self, reason: str) -> None:
+        """Move the raw body, with `reason`, to the queue `<name>.dead`, then ack."""
+        self._check()
+        queue = self._queue
+        queue._publish(queue.dead_queue_name, queue._dead_letter_record(self.body, reason))
+        if self.request is None:
+            LOG.warning(
+                "Dead-lettered a malformed message to %s: %s", queue.dead_queue_name, reason
+            )
+        else:
+            LOG.warning(
+                "Dead-lettered request %s (node %s, event %s) to %s: %s",
+                self.request.request_id,
+                self.request.node_uuid,
+                self.request.event,
+                queue.dead_queue_name,
+                reason,
+            )
+        queue._links.settle(self._link, self._message.ack)
+        self._settled = True
+
+    def _check(self) -> None:
+        if self._settled:
+            raise RuntimeError(f"{self!r} was already settled")
+        if threading.current_thread() is not self._link.thread:
+            # A kombu channel belongs to one thread; acking from another corrupts it.
+            raise RuntimeError(f"{self!r} settled from another thread than the one that got it")

@@ -1,0 +1,101 @@
+"""Builds the service's parts from the configuration: the one place that wires them.
+
+Also the HA guard: processes that must share work refuse in-process backends.
+"""
+
+import contextlib
+import logging
+import os
+from collections.abc import Iterator
+
+from oslo_config import cfg
+
+from inspector import coordination, store
+from inspector.broker.queue import WorkQueue
+from inspector.errors import ConfigError
+from inspector.lifecycle import Lifecycle
+from inspector.store import Store
+from inspector.worker.faults import Faults
+from inspector.worker.handler import Handler
+from inspector.worker.pool import Pool
+from inspector.worker.tasks import Tasks
+
+LOG = logging.getLogger(__name__)
+
+
+def check_shared_backends(conf: cfg.ConfigOpts, role: str) -> None:
+    """`inspector api` and `inspector worker` share work with other processes: an
+    in-process queue or lock table would silently split the cluster. Refuse them."""
+    problems = []
+    if conf.queue.transport_url.startswith("memory:"):
+        problems.append(
+            "[queue] transport_url = memory:// only works inside one process; "
+            "use amqp://... (RabbitMQ) or redis://..."
+        )
+    if conf.coordination.backend_url.startswith("memory:"):
+        problems.append(
+            "[coordination] backend_url = memory:// only works inside one process; "
+            "use redis://..., etcd3+http://... or zookeeper://..."
+        )
+    if problems:
+        raise ConfigError(
+            f"`inspector {role}` shares its work with other processes, so:\n  "
+            + "\n  ".join(problems)
+            + "\n(`inspector all` runs everything in one process on these defaults)"
+        )
+    if not conf.database.connection:
+        LOG.warning("Embedded SQLite database: every process must run on this host")
+    if conf.coordination.backend_url.startswith(("file:", "ipc:")):
+        LOG.warning(
+            "%s locks only work between processes of this host",
+            conf.coordination.backend_url.split(":")[0],
+        )
+
+
+def open_store(conf: cfg.ConfigOpts) -> Store:
+    return Store.from_url(store.database_url(conf))
+
+
+def open_queue(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> WorkQueue:
+    return WorkQueue(
+        conf.queue.transport_url,
+        conf.queue.queue_name,
+        max_retries=conf.queue.max_retries,
+        retry_interval=conf.queue.retry_interval,
+        shutdown=lifecycle.shutdown,
+        visibility_timeout=conf.queue.visibility_timeout,
+    )
+
+
+def open_coordinator(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> coordination.Coordinator:
+    coordinator = coordination.connect(
+        conf.coordination.backend_url,
+        f"{conf.host}-{os.getpid()}",
+        max_retries=conf.coordination.max_retries,
+        retry_interval=conf.coordination.retry_interval,
+        shutdown=lifecycle.shutdown,
+    )
+    coordinator.start()
+    return coordinator
+
+
+@contextlib.contextmanager
+def running_pool(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> Iterator[Pool]:
+    """A started worker pool with its store, queue and DLM; all closed on exit."""
+    with contextlib.ExitStack() as stack:
+        db = open_store(conf)
+        stack.callback(db.close)
+        queue = open_queue(conf, lifecycle)
+        stack.callback(queue.close)
+        coordinator = open_coordinator(conf, lifecycle)
+        stack.callback(coordinator.stop)
+        handler = Handler(db, coordinator, queue, Tasks(), faults=Faults.from_env())
+        pool = Pool(
+            queue,
+            handler,
+            lifecycle,
+            size=conf.worker.pool_size,
+            get_timeout=conf.worker.get_timeout,
+        )
+        pool.start()
+        yield pool

@@ -1,0 +1,237 @@
+"""Worker processes on real services: RabbitMQ (queue), Redis (tooz locks), PostgreSQL.
+
+Crash-safety as a user would see it: kill -9 at the worst moment, conflicting requests
+from several producers, SIGTERM in the middle of a task.
+"""
+
+import os
+import pathlib
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+
+import pytest
+
+from inspector.broker.message import Request
+from inspector.broker.queue import WorkQueue
+from inspector.machine import DEJA_VU_REASON, Event, Machine, State
+from inspector.store import Store, schema
+
+pytestmark = pytest.mark.integration
+
+ROOT = pathlib.Path(__file__).parents[2]
+GET_TIMEOUT = 0.5
+
+
+def wait_for(predicate, timeout=60.0, interval=0.05, message="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = predicate()
+        if result:
+            return result
+        time.sleep(interval)  # polling a condition with a deadline
+    raise AssertionError(f"{message} not met within {timeout} s")
+
+
+class Cluster:
+    """Worker processes sharing one database, one queue and one DLM."""
+
+    def __init__(self, tmp_path, postgresql_url, rabbitmq_url, redis_url, queue_name):
+        self.tmp_path = tmp_path
+        self.queue_url = rabbitmq_url
+        self.queue_name = queue_name
+        self.config = tmp_path / "inspector.conf"
+        self.config.write_text(
+            f"""[DEFAULT]
+state_path = {tmp_path}
+host = test-host
+[database]
+connection = {postgresql_url}
+[queue]
+transport_url = {rabbitmq_url}
+queue_name = {queue_name}
+[coordination]
+backend_url = {redis_url.split("/0")[0]}?timeout=5
+[worker]
+pool_size = 4
+get_timeout = {GET_TIMEOUT}
+"""
+        )
+        schema.upgrade(postgresql_url)
+        self.store = Store.from_url(postgresql_url)
+        self.queue = WorkQueue(rabbitmq_url, queue_name)
+        self.processes: list[subprocess.Popen] = []
+        self.logs = []
+
+    def start_worker(self, faults: str = "", marker: pathlib.Path | None = None):
+        env = dict(os.environ)
+        env.pop("INSPECTOR_FAULTS", None)
+        if faults:
+            env["INSPECTOR_FAULTS"] = faults
+        if marker:
+            env["INSPECTOR_FAULTS_MARKER"] = str(marker)
+        log = open(self.tmp_path / f"worker-{len(self.processes)}.log", "w")
+        self.logs.append(log)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "inspector.cmd", "worker", "--config-file", str(self.config)],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        self.processes.append(process)
+        return process
+
+    def put(self, node, event, request_id=None):
+        request = Request(node_uuid=node, event=event, request_id=request_id or uuid.uuid4().hex)
+        self.queue.put(request)
+        return request
+
+    def state(self, node):
+        try:
+            return self.store.get_node(node).state
+        except Exception:
+            return None
+
+    def wait_state(self, node, state, timeout=60.0):
+        wait_for(lambda: self.state(node) == state, timeout, message=f"{node} in {state}")
+
+    def close(self):
+        for process in self.processes:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        for log in self.logs:
+            log.close()
+        self.queue.close()
+        self.store.close()
+
+
+@pytest.fixture
+def cluster(tmp_path, postgresql_url, rabbitmq_url, redis_url, queue_name):
+    cluster = Cluster(tmp_path, postgresql_url, rabbitmq_url, redis_url, queue_name)
+    yield cluster
+    cluster.close()
+
+
+def assert_valid_history(store, node):
+    """Applied rows chain through the state table, versions without gaps or repeats."""
+    machine = Machine()
+    applied = [r for r in store.history(node) if r.status != "rejected"]
+    applied.sort(key=lambda r: r.version)
+    previous_state, previous_version = None, None
+    for row in applied:
+        assert row.source_state == previous_state, (node, row)
+        source = State(row.source_state) if row.source_state else None
+        assert machine.advance(source, Event(row.event)).target == row.target_state, row
+        if previous_version is not None:
+            assert row.version == previous_version + 1, (node, row)
+        previous_state, previous_version = row.target_state, row.version
+    assert previous_state == store.get_node(node).state
+    return applied
+
+
+def test_kill_before_ack_of_a_strict_event_is_deja_vu(cluster, tmp_path):
+    node = str(uuid.uuid4())
+    marker = tmp_path / "paused"
+    victim = cluster.start_worker(faults="pause_before_ack=continue", marker=marker)
+    cluster.put(node, "inspect")
+    cluster.wait_state(node, "waiting")
+    request = cluster.put(node, "continue")
+    wait_for(lambda: marker.exists() and request.request_id in marker.read_text())
+    assert cluster.state(node) == "processing"
+    victim.send_signal(signal.SIGKILL)
+    victim.wait()
+    cluster.start_worker()
+    cluster.wait_state(node, "error")
+    assert cluster.store.get_node(node).error == DEJA_VU_REASON
+    applied = assert_valid_history(cluster.store, node)
+    assert [r.event for r in applied] == ["inspect", "wait", "continue", "continue"]
+    assert cluster.store.find_request(request.request_id).status == "done"
+
+
+def test_kill_before_ack_of_a_reentrant_event_ends_right_once(cluster, tmp_path):
+    node = str(uuid.uuid4())
+    marker = tmp_path / "paused"
+    victim = cluster.start_worker(faults="pause_before_ack=inspect", marker=marker)
+    request = cluster.put(node, "inspect")
+    wait_for(lambda: marker.exists() and request.request_id in marker.read_text())
+    assert cluster.state(node) == "starting"
+    victim.send_signal(signal.SIGKILL)
+    victim.wait()
+    cluster.start_worker()
+    cluster.wait_state(node, "waiting")
+    applied = assert_valid_history(cluster.store, node)
+    assert [r.event for r in applied] == ["inspect", "wait"]
+    wait_for(lambda: cluster.store.find_request(request.request_id).status == "done")
+
+
+def test_conflicting_requests_from_several_producers(cluster):
+    nodes = [str(uuid.uuid4()) for _ in range(50)]
+    for _ in range(2):
+        cluster.start_worker()
+    for node in nodes:
+        cluster.put(node, "inspect")
+    for node in nodes:
+        cluster.wait_state(node, "waiting", timeout=120)
+
+    events = ["inspect", "wait", "continue", "finish", "abort", "timeout", "error", "reapply"]
+    sent: list[Request] = []
+    lock = threading.Lock()
+
+    def produce(seed):
+        rng = random.Random(seed)
+        producer = WorkQueue(cluster.queue_url, cluster.queue_name)
+        try:
+            for node in nodes:
+                for _ in range(10 // 2):
+                    request = Request(node_uuid=node, event=rng.choice(events))
+                    producer.put(request)
+                    with lock:
+                        sent.append(request)
+        finally:
+            producer.close()
+
+    producers = [threading.Thread(target=produce, args=(seed,)) for seed in range(2)]
+    for thread in producers:
+        thread.start()
+    for thread in producers:
+        thread.join()
+    assert len(sent) == 50 * 10
+
+    def settled():
+        records = [cluster.store.find_request(r.request_id) for r in sent]
+        return all(r is not None and r.status in ("done", "rejected") for r in records)
+
+    wait_for(settled, timeout=240, interval=0.5, message="every request applied or refused")
+    for node in nodes:
+        # Follow-ups (wait, finish) may still be on their way: let them land.
+        wait_for(
+            lambda node=node: cluster.state(node) not in ("starting", "processing", "reapplying"),
+            timeout=60,
+        )
+        assert_valid_history(cluster.store, node)
+    for request in sent:
+        assert cluster.store.find_request(request.request_id).node_uuid == request.node_uuid
+
+
+def test_sigterm_while_a_task_runs(cluster):
+    node = str(uuid.uuid4())
+    task_seconds = 3.0
+    worker = cluster.start_worker(faults=f"slow_task=inspect:{task_seconds}")
+    request = cluster.put(node, "inspect")
+    cluster.wait_state(node, "starting")
+    started = time.monotonic()
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(timeout=GET_TIMEOUT + task_seconds + 10) == 0
+    elapsed = time.monotonic() - started
+    assert elapsed < GET_TIMEOUT + task_seconds + 10
+    # The task finished before the exit: its request is done and its follow-up queued.
+    assert cluster.store.find_request(request.request_id).status == "done"
+    cluster.start_worker()
+    cluster.wait_state(node, "waiting")
+    assert [r.event for r in assert_valid_history(cluster.store, node)] == ["inspect", "wait"]
