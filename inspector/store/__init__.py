@@ -6,7 +6,8 @@ Nothing outside this package sees SQLAlchemy; there is no module-level engine.
 from inspector.store.engine import create_engine, database_url, default_url
 from inspector.store.nodes import UNSET, NodeRecord
 from inspector.store.requests import RequestRecord
-from inspector.store.store import Change, Store, utcnow
+from inspector.store.store import Store, utcnow
+from inspector.store.transitions import Change
 
 __all__ = [
     "UNSET",

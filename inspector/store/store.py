@@ -5,18 +5,17 @@ It owns transaction boundaries and error wrapping; queries live in their own mod
 """
 
 import contextlib
-import dataclasses
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from inspector import errors
 from inspector.store import engine as engines
-from inspector.store import nodes, requests
+from inspector.store import nodes, requests, transitions
 from inspector.store.nodes import UNSET, NodeRecord, Unset
 from inspector.store.requests import RequestRecord
+from inspector.store.transitions import Change
 
 Clock = Callable[[], datetime]
 
@@ -33,6 +32,7 @@ class Store:
         self.engine = engine
         self.clock = clock
         self._sessions = sessionmaker(bind=engine, expire_on_commit=False)
+        self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
 
     @classmethod
     def from_url(cls, url: str, *, clock: Clock = utcnow) -> "Store":
@@ -103,49 +103,17 @@ class Store:
                 finished_at=finished_at,
             )
 
-    def apply(self, change: "Change") -> NodeRecord:
+    def apply(self, change: Change, previous: NodeRecord | None = None) -> NodeRecord:
         """Commit a state change and its request row in one transaction.
 
         `expected_version` None creates the node (its first introspection); otherwise
-        the change is a compare-and-swap: NodeBusy when the version moved, Conflict
-        when the request id was already recorded.
+        the change is a compare-and-swap on `previous` (the node as read): NodeBusy
+        when the version moved, Conflict when the request id was already recorded.
         """
-        now = self.clock()
-        with self.session() as session:
-            if change.expected_version is None:
-                nodes.create(
-                    session,
-                    change.node_uuid,
-                    change.target,
-                    now=now,
-                    started_at=None if change.started_at is UNSET else change.started_at,
-                    manage_boot=change.manage_boot,
-                )
-            else:
-                nodes.set_state(
-                    session,
-                    change.node_uuid,
-                    change.expected_version,
-                    change.target,
-                    now=now,
-                    error=change.error,
-                    started_at=change.started_at,
-                    finished_at=change.finished_at,
-                )
-            node = nodes.get(session, change.node_uuid)
-            requests.record(
-                session,
-                request_id=change.request_id,
-                node_uuid=change.node_uuid,
-                event=change.event,
-                source_state=change.source,
-                target_state=change.target,
-                status=change.status,
-                version=node.version,
-                reason=change.error if isinstance(change.error, str) else None,
-                now=now,
-            )
-            return node
+        if previous is None and change.expected_version is not None:
+            previous = self.get_node(change.node_uuid)
+        with engines.translate_errors(self.engine), self.engine.begin() as connection:
+            return transitions.apply(connection, change, previous, self.clock())
 
     def reject(self, node_uuid: str, request_id: str, event: str, state: str, reason: str) -> None:
         """Record a request the state machine refused (the node's state is unchanged)."""
@@ -166,22 +134,20 @@ class Store:
     def load(
         self, node_uuid: str, request_id: str
     ) -> tuple[NodeRecord | None, RequestRecord | None]:
-        """The node (None when absent) and the request's row (None when new), in one
-        round of reads."""
-        with self.session() as session:
-            try:
-                node = nodes.get(session, node_uuid)
-            except errors.NotFound:
-                node = None
-            return node, requests.find(session, request_id)
+        """The node (None when absent) and the request's row (None when new). Read
+        without a transaction: the caller holds the node lock, and writes swap on the
+        version anyway."""
+        with engines.translate_errors(self.engine), self._autocommit.connect() as connection:
+            return transitions.load(connection, node_uuid, request_id)
 
     def find_request(self, request_id: str) -> RequestRecord | None:
         with self.session() as session:
             return requests.find(session, request_id)
 
     def finish_request(self, request_id: str) -> None:
-        with self.session() as session:
-            requests.finish(session, request_id, now=self.clock())
+        """Mark an applied request done: one statement, committed on its own."""
+        with engines.translate_errors(self.engine), self._autocommit.connect() as connection:
+            transitions.finish(connection, request_id, self.clock())
 
     def history(self, node_uuid: str) -> list[RequestRecord]:
         with self.session() as session:
@@ -191,20 +157,3 @@ class Store:
         """Remove the node and everything hanging off it; False when it was not there."""
         with self.session() as session:
             return nodes.delete(session, uuid)
-
-
-@dataclasses.dataclass(frozen=True)
-class Change:
-    """A state change to commit with `Store.apply`, with the request that caused it."""
-
-    node_uuid: str
-    expected_version: int | None
-    request_id: str
-    event: str
-    source: str | None
-    target: str
-    status: str = requests.APPLIED
-    error: str | Unset | None = UNSET
-    started_at: datetime | Unset | None = UNSET
-    finished_at: datetime | Unset | None = UNSET
-    manage_boot: bool = True

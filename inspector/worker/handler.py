@@ -165,7 +165,7 @@ class Handler:
             if target is State.ERROR:
                 error = reason or transition.reason or self.tasks.error_reason(request)
             fields = {"finished_at": now, "error": error}
-        node = self.store.apply(dataclasses.replace(change, **fields))
+        node = self.store.apply(dataclasses.replace(change, **fields), node)
         self._log(request, logging.INFO, "%s -> %s", transition.source, target)
         return node
 

@@ -1,0 +1,112 @@
+"""The worker's hot path in Core statements: read a node with a request, commit a state
+change with its request row, mark a request done. Few round trips, no ORM objects.
+
+Functions take a Connection; the Store decides the transaction around them.
+"""
+
+import dataclasses
+from datetime import datetime
+
+from sqlalchemy import Connection, insert, select, update
+
+from inspector import errors
+from inspector.store import requests
+from inspector.store.models import Node, Request
+from inspector.store.nodes import FIRST_VERSION, UNSET, NodeRecord, Unset
+from inspector.store.requests import RequestRecord
+
+NODES = Node.__table__
+REQUESTS = Request.__table__
+
+
+@dataclasses.dataclass(frozen=True)
+class Change:
+    """A state change to commit with `Store.apply`, with the request that caused it."""
+
+    node_uuid: str
+    expected_version: int | None
+    request_id: str
+    event: str
+    source: str | None
+    target: str
+    status: str = requests.APPLIED
+    error: str | Unset | None = UNSET
+    started_at: datetime | Unset | None = UNSET
+    finished_at: datetime | Unset | None = UNSET
+    manage_boot: bool = True
+
+
+def load(
+    connection: Connection, node_uuid: str, request_id: str
+) -> tuple[NodeRecord | None, RequestRecord | None]:
+    node = connection.execute(select(NODES).where(NODES.c.uuid == node_uuid)).first()
+    seen = connection.execute(select(REQUESTS).where(REQUESTS.c.request_id == request_id)).first()
+    return (
+        None if node is None else NodeRecord(**node._asdict()),
+        None if seen is None else RequestRecord(**seen._asdict()),
+    )
+
+
+def _optional(change: Change) -> dict:
+    values = {"error": change.error, "started_at": change.started_at}
+    values["finished_at"] = change.finished_at
+    return {k: v for k, v in values.items() if v is not UNSET}
+
+
+def apply(
+    connection: Connection, change: Change, previous: NodeRecord | None, now: datetime
+) -> NodeRecord:
+    """Create the node or compare-and-swap it, then record the request; returns the
+    node as committed (built from what was written, not read back)."""
+    fields = _optional(change)
+    if change.expected_version is None:
+        record = NodeRecord(
+            uuid=change.node_uuid,
+            state=change.target,
+            version=FIRST_VERSION,
+            started_at=fields.get("started_at"),
+            finished_at=fields.get("finished_at"),
+            error=fields.get("error"),
+            manage_boot=change.manage_boot,
+            updated_at=now,
+        )
+        connection.execute(insert(NODES).values(**dataclasses.asdict(record)))
+    else:
+        if previous is None or previous.version != change.expected_version:
+            raise ValueError("apply needs the node as read at expected_version")
+        result = connection.execute(
+            update(NODES)
+            .where(NODES.c.uuid == change.node_uuid, NODES.c.version == change.expected_version)
+            .values(state=change.target, version=NODES.c.version + 1, updated_at=now, **fields)
+        )
+        if result.rowcount != 1:
+            raise errors.NodeBusy(
+                f"node {change.node_uuid} changed under us (expected version "
+                f"{change.expected_version})"
+            )
+        record = dataclasses.replace(
+            previous, state=change.target, version=previous.version + 1, updated_at=now, **fields
+        )
+    connection.execute(
+        insert(REQUESTS).values(
+            request_id=change.request_id,
+            node_uuid=change.node_uuid,
+            event=change.event,
+            source_state=change.source,
+            target_state=change.target,
+            status=change.status,
+            version=record.version,
+            reason=change.error if isinstance(change.error, str) else None,
+            applied_at=now,
+            done_at=None if change.status == requests.APPLIED else now,
+        )
+    )
+    return record
+
+
+def finish(connection: Connection, request_id: str, now: datetime) -> None:
+    connection.execute(
+        update(REQUESTS)
+        .where(REQUESTS.c.request_id == request_id, REQUESTS.c.status == requests.APPLIED)
+        .values(status=requests.DONE, done_at=now)
+    )
