@@ -8,7 +8,10 @@ import logging
 import threading
 from collections.abc import Iterator
 
+from redis import backoff as redis_backoff
+from redis import retry as redis_retry
 from tooz import coordination as tooz_coordination
+from tooz.drivers import redis as tooz_redis
 
 from inspector.errors import ServiceUnavailable
 
@@ -97,6 +100,7 @@ class ToozCoordinator(Coordinator):
         while True:
             try:
                 driver = tooz_coordination.get_coordinator(self.url, self.member_id.encode())
+                _fail_fast(driver)
                 driver.start(start_heart=True)
             except tooz_coordination.ToozError as exc:
                 attempt += 1
@@ -138,6 +142,26 @@ class ToozCoordinator(Coordinator):
                 LOG.warning("Lock %s had expired before its release", name)
         except tooz_coordination.ToozError as exc:
             LOG.warning("Cannot release lock %s (it will expire): %s", name, exc)
+
+
+def _fail_fast(driver) -> None:
+    """Make tooz's Redis client fail at once when Redis is down.
+
+    redis-py >= 6 retries 3 times with exponential backoff inside every command, and
+    tooz retries each call 15 times on top: about a minute per call before an outage
+    surfaces. Our own retry policy ([coordination] max_retries, retry_interval) is the
+    one that should decide, so the client gets no retries of its own.
+    """
+    if not isinstance(driver, tooz_redis.RedisDriver):
+        return
+    make_client = driver._make_client
+
+    def make_client_without_retries(*args, **kwargs):
+        client = make_client(*args, **kwargs)
+        client.set_retry(redis_retry.Retry(redis_backoff.NoBackoff(), 0))
+        return client
+
+    driver._make_client = make_client_without_retries
 
 
 def connect(

@@ -235,3 +235,20 @@ def test_sigterm_while_a_task_runs(cluster):
     cluster.start_worker()
     cluster.wait_state(node, "waiting")
     assert [r.event for r in assert_valid_history(cluster.store, node)] == ["inspect", "wait"]
+
+
+def test_second_sigterm_exits_at_once_and_the_request_comes_back(cluster):
+    node = str(uuid.uuid4())
+    worker = cluster.start_worker(faults="slow_task=inspect:30")
+    request = cluster.put(node, "inspect")
+    cluster.wait_state(node, "starting")
+    worker.send_signal(signal.SIGTERM)
+    # Two signals sent back to back reach Python's handler as one: wait for the first.
+    log = pathlib.Path(cluster.logs[-1].name)
+    wait_for(lambda: "Stopping: received SIGTERM" in log.read_text(), timeout=10)
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(timeout=10) == 143
+    assert cluster.store.find_request(request.request_id).status == "applied"
+    cluster.start_worker()
+    cluster.wait_state(node, "waiting")
+    assert cluster.store.find_request(request.request_id).status == "done"
