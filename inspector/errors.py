@@ -28,12 +28,32 @@ class BadRequest(InspectorError):
     http_status = 400
 
 
+class Unauthorized(InspectorError):
+    """No or wrong credentials on a route that needs them."""
+
+    http_status = 401
+
+
+class Forbidden(InspectorError):
+    """Valid credentials without the role the policy asks for."""
+
+    http_status = 403
+
+
 class NotFound(InspectorError):
     http_status = 404
 
 
 class NotAcceptable(InspectorError):
     http_status = 406
+
+
+class PayloadTooLarge(InspectorError):
+    http_status = 413
+
+
+class TooManyRequests(InspectorError):
+    http_status = 429
 
 
 class Conflict(InspectorError):
