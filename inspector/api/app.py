@@ -1,26 +1,79 @@
-"""The Flask application factory: wires configuration, hooks, error mapping and blueprints.
-
-No module-level app: `create_app(conf)` builds a new one each time.
+"""The Flask application factory: wires configuration, services, hooks, error mapping and
+blueprints. No module-level app: `create_app(conf)` builds a new one each time.
 """
 
 import flask
 from oslo_config import cfg
+from werkzeug.middleware.proxy_fix import ProxyFix
 
-from inspector.api import errors, root, versions
+from inspector.api import (
+    auth,
+    errors,
+    guard,
+    health,
+    introspection,
+    policy,
+    ramdisk,
+    root,
+    rules,
+    versions,
+)
+from inspector.api.context import EXTENSION, Services
+from inspector.broker.queue import WorkQueue
+from inspector.ironic.lazy import LazyIronic
+from inspector.store import Store, database_url
 
-#: Largest request body accepted; ramdisk payloads of big servers are well under it.
-MAX_BODY_BYTES = 10 * 1024 * 1024
+CONTINUE_ENDPOINT = "ramdisk.continue_introspection"
 
 
-def create_app(conf: cfg.ConfigOpts) -> flask.Flask:
+def build_services(conf: cfg.ConfigOpts, **given) -> Services:
+    """The services the views use; anything not given is built from the configuration."""
+    if "store" not in given:
+        given["store"] = Store.from_url(database_url(conf))
+    if "queue" not in given:
+        given["queue"] = WorkQueue(
+            conf.queue.transport_url,
+            conf.queue.queue_name,
+            max_retries=conf.queue.max_retries,
+            retry_interval=conf.queue.retry_interval,
+            visibility_timeout=conf.queue.visibility_timeout,
+        )
+    if "ironic" not in given:
+        given["ironic"] = LazyIronic(conf)
+    given.setdefault("policy", policy.Policy(conf))
+    given.setdefault(
+        "guard", guard.Guard(conf.api.continue_allowed_networks, conf.api.continue_rate_limit)
+    )
+    return Services(conf=conf, **given)
+
+
+def _limit_body() -> None:
+    """before_request: the body limit of this route (werkzeug refuses more with 413)."""
+    api = flask.current_app.extensions[EXTENSION].conf.api
+    if flask.request.endpoint == CONTINUE_ENDPOINT:
+        flask.request.max_content_length = api.max_continue_body_size
+    else:
+        flask.request.max_content_length = api.max_request_body_size
+
+
+def create_app(conf: cfg.ConfigOpts, **services) -> flask.Flask:
+    """The WSGI app. `services` (store, queue, ironic, policy, guard) override the ones
+    built from `conf`, for tests and for `inspector all`, which shares its queue."""
     app = flask.Flask("inspector.api")
-    app.config["INSPECTOR_CONF"] = conf
     app.config["INSPECTOR_DEBUG"] = conf.debug
-    app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
+    app.config["MAX_CONTENT_LENGTH"] = max(
+        conf.api.max_request_body_size, conf.api.max_continue_body_size
+    )
     app.json.sort_keys = False
     app.url_map.strict_slashes = False
+    app.extensions[EXTENSION] = build_services(conf, **services)
+    app.before_request(_limit_body)
     app.before_request(versions.negotiate)
     app.after_request(versions.stamp)
     errors.register(app)
-    app.register_blueprint(root.blueprint)
+    for blueprint in (root, introspection, rules, ramdisk, health):
+        app.register_blueprint(blueprint.blueprint)
+    auth.install(app, conf)
+    if conf.oslo_middleware.enable_proxy_headers_parsing:
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=1, x_proto=1, x_host=1, x_port=1, x_prefix=1)
     return app

@@ -2,7 +2,8 @@
 
 import flask
 
-from inspector.api import versions
+from inspector.api import auth, versions
+from inspector.api.links import link
 
 blueprint = flask.Blueprint("root", __name__)
 
@@ -10,12 +11,8 @@ blueprint = flask.Blueprint("root", __name__)
 RESOURCES = ("continue", "introspection", "rules")
 
 
-def link(path: str, rel: str = "self") -> dict[str, str]:
-    """An absolute link under the API root (correct behind a proxy with a prefix)."""
-    return {"rel": rel, "href": flask.request.url_root.rstrip("/") + "/" + path}
-
-
 @blueprint.get("/")
+@auth.public
 def root():
     return {
         "versions": [
@@ -29,5 +26,6 @@ def root():
 
 
 @blueprint.get("/v1")
+@auth.public
 def version_root():
     return {"resources": [{"name": name, "links": [link(f"v1/{name}")]} for name in RESOURCES]}

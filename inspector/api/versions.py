@@ -4,7 +4,7 @@ import re
 
 import flask
 
-from inspector.errors import BadRequest, NotAcceptable
+from inspector.errors import BadRequest, NotAcceptable, NotFound
 
 #: Oldest and newest API versions served: ironic-inspector's 1.0 to 1.18.
 MINIMUM = (1, 0)
@@ -73,3 +73,13 @@ def stamp(response: flask.Response) -> flask.Response:
     vary = response.headers.get("Vary")
     response.headers["Vary"] = ", ".join(filter(None, (vary, VERSION_HEADER)))
     return response
+
+
+def require(minimum: tuple[int, int], what: str) -> None:
+    """404 for a feature newer than the version the client asked for."""
+    version = flask.g.get("api_version", MAXIMUM)
+    if version < minimum:
+        raise NotFound(
+            f"{what} needs API version {format_version(minimum)} or newer; "
+            f"the request asked for {format_version(version)}"
+        )

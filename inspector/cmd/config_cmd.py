@@ -24,7 +24,10 @@ def render_sample() -> str:
     """The sample configuration text, generated from every registered option."""
     gen_conf = cfg.ConfigOpts()
     generator.register_cli_opts(gen_conf)
-    gen_conf(["--namespace", "inspector", "--wrap-width", "79"], default_config_files=[])
+    gen_conf(
+        ["--namespace", "inspector", "--namespace", "inspector.libraries", "--wrap-width", "79"],
+        default_config_files=[],
+    )
     out = io.StringIO()
     generator.generate(gen_conf, output_file=out)
     return out.getvalue()

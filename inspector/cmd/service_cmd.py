@@ -53,9 +53,9 @@ def _require_schema(conf: cfg.ConfigOpts) -> None:
         )
 
 
-def _serve(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> None:
-    app = app_factory.create_app(conf)
-    http = server.Server(app, conf.listen_address, conf.listen_port)
+def _serve(conf: cfg.ConfigOpts, lifecycle: Lifecycle, **services) -> None:
+    app = app_factory.create_app(conf, **services)
+    http = server.Server(app, conf.listen_address, conf.listen_port, threads=conf.api.threads)
     http.serve_until(lifecycle)
 
 
@@ -67,6 +67,8 @@ def _stop_pool(pool, conf: cfg.ConfigOpts) -> None:
 
 def run_api(_args, argv) -> int:
     conf = _load(argv, embedded=False)
+    wiring.check_shared_backends(conf, "api")
+    _require_schema(conf)
     lifecycle = Lifecycle()
     lifecycle.install_signal_handlers()
     _serve(conf, lifecycle)
@@ -95,7 +97,11 @@ def run_all(_args, argv) -> int:
     lifecycle = Lifecycle()
     lifecycle.install_signal_handlers()
     with wiring.running_pool(conf, lifecycle) as pool:
-        _serve(conf, lifecycle)
+        # One process: the API shares the workers' store, in-process queue and client.
+        handler = pool.handler
+        _serve(
+            conf, lifecycle, store=handler.store, queue=handler.queue, ironic=handler.tasks.ironic
+        )
         _stop_pool(pool, conf)
     LOG.info("Stopped (%s)", lifecycle.reason)
     return lifecycle.exit_status

@@ -13,6 +13,7 @@ from oslo_config import cfg
 from inspector import coordination, store
 from inspector.broker.queue import WorkQueue
 from inspector.errors import ConfigError
+from inspector.ironic.lazy import LazyIronic
 from inspector.lifecycle import Lifecycle
 from inspector.store import Store
 from inspector.worker.faults import Faults
@@ -79,6 +80,14 @@ def open_coordinator(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> coordination
     return coordinator
 
 
+def open_ironic(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> LazyIronic:
+    ironic = LazyIronic(conf, shutdown=lifecycle.shutdown)
+    problem = ironic.check()
+    if problem:
+        LOG.error("%s: introspections will fail until it is", problem)
+    return ironic
+
+
 @contextlib.contextmanager
 def running_pool(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> Iterator[Pool]:
     """A started worker pool with its store, queue and DLM; all closed on exit."""
@@ -89,7 +98,8 @@ def running_pool(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> Iterator[Pool]:
         stack.callback(queue.close)
         coordinator = open_coordinator(conf, lifecycle)
         stack.callback(coordinator.stop)
-        handler = Handler(db, coordinator, queue, Tasks(), faults=Faults.from_env())
+        ironic = open_ironic(conf, lifecycle)
+        handler = Handler(db, coordinator, queue, Tasks(db, ironic), faults=Faults.from_env())
         pool = Pool(
             queue,
             handler,

@@ -10,6 +10,7 @@ from oslo_config import cfg
 
 from inspector import __version__
 from inspector.conf import (
+    api,
     clean_up,
     coordination,
     database,
@@ -17,8 +18,10 @@ from inspector.conf import (
     discovery,
     dnsmasq_pxe_filter,
     firewall,
+    http_basic,
     iptables,
     ironic,
+    oslo_middleware,
     processing,
     pxe_filter,
     queue,
@@ -32,14 +35,17 @@ LOG = logging.getLogger(__name__)
 #: Every option group, in the order of the sample configuration.
 GROUPS = (
     default,
+    api,
     clean_up,
     coordination,
     database,
     discovery,
     dnsmasq_pxe_filter,
     firewall,
+    http_basic,
     ironic,
     iptables,
+    oslo_middleware,
     processing,
     pxe_filter,
     queue,
@@ -101,3 +107,14 @@ def list_opts() -> list[tuple[str, list[cfg.Opt]]]:
         sample = getattr(module, "sample_opts", None)
         result.append((module.GROUP, sample() if sample else list(module.OPTS)))
     return result
+
+
+def library_opts() -> list[tuple[str, list[cfg.Opt]]]:
+    """Options the libraries register themselves: keystonemiddleware's [keystone_authtoken]
+    and oslo.policy's [oslo_policy] (for the sample configuration)."""
+    from keystonemiddleware import auth_token  # noqa: PLC0415 - only for the sample
+    from oslo_policy import opts as policy_opts  # noqa: PLC0415
+
+    return [(group, list(opts)) for group, opts in auth_token.list_opts()] + [
+        (group, list(opts)) for group, opts in policy_opts.list_opts()
+    ]

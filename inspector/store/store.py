@@ -12,7 +12,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from inspector.store import engine as engines
-from inspector.store import nodes, requests, transitions
+from inspector.store import listing, lookup, nodes, requests, rules, transitions
 from inspector.store.nodes import UNSET, NodeRecord, Unset
 from inspector.store.requests import RequestRecord
 from inspector.store.transitions import Change
@@ -157,3 +157,61 @@ class Store:
         """Remove the node and everything hanging off it; False when it was not there."""
         with self.session() as session:
             return nodes.delete(session, uuid)
+
+    # -- API reads and writes ------------------------------------------------------------
+
+    def list_nodes(
+        self, *, limit: int, marker: str | None = None, states: list[str] | None = None
+    ) -> list[NodeRecord]:
+        with self.session() as session:
+            return listing.page(session, limit=limit, marker=marker, states=states)
+
+    def set_attributes(self, node_uuid: str, attributes: dict[str, list[str]]) -> None:
+        with self.session() as session:
+            lookup.set_attributes(session, node_uuid, attributes)
+
+    def attributes(self, node_uuid: str) -> dict[str, list[str]]:
+        with self.session() as session:
+            return lookup.attributes_of(session, node_uuid)
+
+    def lookup(self, attributes: dict[str, list[str]]) -> dict[str, int]:
+        """node uuid -> number of matching attributes, for the nodes any of them names."""
+        with self.session() as session:
+            return lookup.matches(session, attributes)
+
+    def store_data(self, node_uuid: str, data: dict, *, processed: bool) -> None:
+        with self.session() as session:
+            lookup.store_data(session, node_uuid, data, processed=processed, now=self.clock())
+
+    def get_data(self, node_uuid: str, *, processed: bool) -> dict | None:
+        with self.session() as session:
+            return lookup.get_data(session, node_uuid, processed=processed)
+
+    def create_rule(self, rule: dict) -> dict:
+        with self.session() as session:
+            return rules.create(session, rule, now=self.clock())
+
+    def get_rule(self, uuid: str) -> dict:
+        with self.session() as session:
+            return rules.get(session, uuid)
+
+    def rule_summaries(self) -> list[dict]:
+        with self.session() as session:
+            return rules.summaries(session)
+
+    def all_rules(self) -> list[dict]:
+        with self.session() as session:
+            return rules.all_rules(session)
+
+    def delete_rule(self, uuid: str) -> None:
+        with self.session() as session:
+            rules.remove(session, uuid)
+
+    def delete_rules(self) -> None:
+        with self.session() as session:
+            rules.remove_all(session)
+
+    def ping(self) -> None:
+        """One round trip to the database (health check); ServiceUnavailable if down."""
+        with engines.translate_errors(self.engine), self._autocommit.connect() as connection:
+            connection.exec_driver_sql("SELECT 1")

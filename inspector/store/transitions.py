@@ -10,6 +10,7 @@ from datetime import datetime
 from sqlalchemy import Connection, insert, select, update
 
 from inspector import errors
+from inspector.machine import FINAL_STATES, State, Transition
 from inspector.store import requests
 from inspector.store.models import Node, Request
 from inspector.store.nodes import FIRST_VERSION, UNSET, NodeRecord, Unset
@@ -33,7 +34,42 @@ class Change:
     error: str | Unset | None = UNSET
     started_at: datetime | Unset | None = UNSET
     finished_at: datetime | Unset | None = UNSET
-    manage_boot: bool = True
+    manage_boot: bool | Unset = UNSET
+
+
+def change_for(
+    transition: Transition,
+    node_uuid: str,
+    node: NodeRecord | None,
+    request_id: str,
+    now: datetime,
+    *,
+    status: str,
+    reason: str | None = None,
+    manage_boot: bool | Unset = UNSET,
+) -> Change:
+    """The Change that moves `node` along `transition`, with the columns each target
+    implies: a new run clears the last one's times and error; a final state stamps
+    finished_at; error keeps the reason."""
+    change = Change(
+        node_uuid=node_uuid,
+        expected_version=None if node is None else node.version,
+        request_id=request_id,
+        event=transition.event,
+        source=transition.source,
+        target=transition.target,
+        status=status,
+        manage_boot=manage_boot,
+    )
+    target = transition.target
+    if target in (State.STARTING, State.ENROLLING) and transition.source != target:
+        return dataclasses.replace(change, started_at=now, finished_at=None, error=None)
+    if target is State.REAPPLYING:
+        return dataclasses.replace(change, finished_at=None, error=None)
+    if target in FINAL_STATES:
+        error = (reason or transition.reason) if target is State.ERROR else None
+        return dataclasses.replace(change, finished_at=now, error=error)
+    return change
 
 
 def load(
@@ -50,6 +86,7 @@ def load(
 def _optional(change: Change) -> dict:
     values = {"error": change.error, "started_at": change.started_at}
     values["finished_at"] = change.finished_at
+    values["manage_boot"] = change.manage_boot
     return {k: v for k, v in values.items() if v is not UNSET}
 
 
@@ -67,7 +104,7 @@ def apply(
             started_at=fields.get("started_at"),
             finished_at=fields.get("finished_at"),
             error=fields.get("error"),
-            manage_boot=change.manage_boot,
+            manage_boot=fields.get("manage_boot", True),
             updated_at=now,
         )
         connection.execute(insert(NODES).values(**dataclasses.asdict(record)))

@@ -5,7 +5,6 @@ Never blocks on a lock (busy: retry later) and never acknowledges before the sta
 is committed and the follow-ups are enqueued.
 """
 
-import dataclasses
 import logging
 from collections.abc import Callable
 from typing import Protocol
@@ -13,8 +12,9 @@ from typing import Protocol
 from inspector import errors
 from inspector.broker.message import DELETE, Request
 from inspector.coordination import Coordinator
-from inspector.machine import FINAL_STATES, STRICT_EVENTS, Event, Machine, State, Transition
-from inspector.store import Change, NodeRecord, RequestRecord, Store, requests
+from inspector.machine import STRICT_EVENTS, Event, Machine, State, Transition
+from inspector.store import NodeRecord, RequestRecord, Store, requests
+from inspector.store.transitions import change_for
 from inspector.worker.faults import NO_FAULTS, Faults
 from inspector.worker.tasks import Tasks
 
@@ -119,10 +119,7 @@ class Handler:
         try:
             transition = self.machine.advance(state, event)
         except errors.InvalidTransition as exc:
-            self._log(request, logging.WARNING, "refused: %s", exc.message)
-            if node is not None:
-                self.store.reject(node.uuid, request.request_id, event, node.state, exc.message)
-            return True
+            return self._refused(request, event, node, exc)
         try:
             node = self._commit(node, request, transition)
         except (errors.NodeBusy, errors.Conflict) as exc:
@@ -130,6 +127,20 @@ class Handler:
             return False
         if self.tasks.has_work(transition.target):
             self._run(node, request, transition)
+        return True
+
+    def _refused(
+        self, request: Request, event: Event, node: NodeRecord | None, exc: Exception
+    ) -> bool:
+        """The machine refused the event: record it and consume the request, except a
+        ramdisk faster than the automatic `wait` (retried until `wait` lands)."""
+        if event is Event.CONTINUE and node is not None and node.state == State.STARTING:
+            self._log(request, logging.INFO, "ramdisk data before wait: later")
+            return False
+        message = getattr(exc, "message", str(exc))
+        self._log(request, logging.WARNING, "refused: %s", message)
+        if node is not None:
+            self.store.reject(node.uuid, request.request_id, event, node.state, message)
         return True
 
     def _commit(
@@ -142,31 +153,20 @@ class Handler:
         reason: str | None = None,
     ) -> NodeRecord:
         """Compare-and-swap the node into the transition's target, with its columns."""
-        now = self.store.clock()
-        change = Change(
-            node_uuid=request.node_uuid,
-            expected_version=None if node is None else node.version,
-            request_id=request_id or request.request_id,
-            event=transition.event,
-            source=transition.source,
-            target=transition.target,
+        if transition.target is State.ERROR and not (reason or transition.reason):
+            reason = self.tasks.error_reason(request)
+        change = change_for(
+            transition,
+            request.node_uuid,
+            node,
+            request_id or request.request_id,
+            self.store.clock(),
             # Without a task the request is finished the moment it is applied.
             status=requests.APPLIED if self.tasks.has_work(transition.target) else requests.DONE,
+            reason=reason,
         )
-        fields: dict = {}
-        target = transition.target
-        entering = transition.source != target
-        if target in (State.STARTING, State.ENROLLING) and entering:
-            fields = {"started_at": now, "finished_at": None, "error": None}
-        elif target is State.REAPPLYING:
-            fields = {"finished_at": None, "error": None}
-        elif target in FINAL_STATES:
-            error = None
-            if target is State.ERROR:
-                error = reason or transition.reason or self.tasks.error_reason(request)
-            fields = {"finished_at": now, "error": error}
-        node = self.store.apply(dataclasses.replace(change, **fields), node)
-        self._log(request, logging.INFO, "%s -> %s", transition.source, target)
+        node = self.store.apply(change, node)
+        self._log(request, logging.INFO, "%s -> %s", transition.source, transition.target)
         return node
 
     def _run(self, node: NodeRecord, request: Request, transition: Transition) -> None:
@@ -210,7 +210,11 @@ class Handler:
             self.store.finish_request(request.request_id)
             return True
         if event not in STRICT_EVENTS:
-            self._log(request, logging.WARNING, "applied but unfinished: running its task again")
+            self._log(
+                request,
+                logging.INFO,
+                "applied (by the API, or by a worker that died): running its task",
+            )
             transition = Transition(
                 State(seen.source_state) if seen.source_state else None,
                 event,

@@ -5,10 +5,13 @@ idempotent for reentrant events: a redelivered request runs it again.
 """
 
 import logging
+from typing import Any
 
 from inspector.broker.message import Request
+from inspector.ironic import bmc_addresses
 from inspector.machine import Event, State, Transition
-from inspector.store import NodeRecord
+from inspector.processing import lookup
+from inspector.store import NodeRecord, Store
 
 LOG = logging.getLogger(__name__)
 
@@ -25,7 +28,12 @@ DEFAULT_ERROR = "Introspection failed"
 
 
 class Tasks:
-    """Runs the task of a transition. Subclasses do the Ironic and processing work."""
+    """Runs the task of a transition: the Ironic work of starting an introspection, and
+    the processing of ramdisk data. Tests subclass it to record or fail."""
+
+    def __init__(self, store: Store | None = None, ironic: Any = None) -> None:
+        self.store = store
+        self.ironic = ironic
 
     def has_work(self, target: State) -> bool:
         """Whether entering target runs a task or enqueues a follow-up."""
@@ -43,8 +51,26 @@ class Tasks:
         return list(FOLLOW_UPS.get(transition.target, ()))
 
     def start(self, node: NodeRecord, request: Request) -> None:
-        """Prepare the node and make it boot the ramdisk (Ironic work: see processing)."""
-        LOG.debug("[node %s req %s] start task", node.uuid, request.request_id)
+        """Record how the ramdisk will find the node (its ports' MACs, its BMC addresses),
+        then, when boot is managed, set PXE boot and power it on. Idempotent."""
+        if self.ironic is None or self.store is None:
+            return
+        ironic_node = self.ironic.get_node(node.uuid)
+        macs = [port.address for port in self.ironic.list_ports(node.uuid)]
+        bmcs = bmc_addresses(ironic_node.driver_info)
+        self.store.set_attributes(node.uuid, {lookup.MAC: macs, lookup.BMC: bmcs})
+        LOG.info(
+            "[node %s req %s] lookup by MACs %s, BMC %s",
+            node.uuid,
+            request.request_id,
+            ", ".join(macs) or "-",
+            ", ".join(bmcs) or "-",
+        )
+        if not node.manage_boot:
+            return
+        self.ironic.set_boot_device(node.uuid, "pxe", persistent=False)
+        target = "rebooting" if ironic_node.power_state == "power on" else "power on"
+        self.ironic.set_power_state(node.uuid, target)
 
     def process(self, node: NodeRecord, request: Request) -> None:
         """Process the stored ramdisk data (hooks, rules, Ironic update, power off)."""

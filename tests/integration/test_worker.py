@@ -40,7 +40,8 @@ def wait_for(predicate, timeout=60.0, interval=0.05, message="condition"):
 class Cluster:
     """Worker processes sharing one database, one queue and one DLM."""
 
-    def __init__(self, tmp_path, postgresql_url, rabbitmq_url, redis_url, queue_name):
+    def __init__(self, tmp_path, postgresql_url, rabbitmq_url, redis_url, queue_name, ironic_api):
+        self.ironic_api = ironic_api
         self.tmp_path = tmp_path
         self.queue_url = rabbitmq_url
         self.queue_name = queue_name
@@ -59,6 +60,11 @@ backend_url = {redis_url.split("/0")[0]}?timeout=5
 [worker]
 pool_size = 4
 get_timeout = {GET_TIMEOUT}
+[ironic]
+auth_type = none
+endpoint_override = {ironic_api.url}
+max_retries = 3
+retry_interval = 0.5
 """
         )
         schema.upgrade(postgresql_url)
@@ -86,6 +92,10 @@ get_timeout = {GET_TIMEOUT}
         self.processes.append(process)
         return process
 
+    def new_node(self):
+        """A node in the real Ironic (the start task reads its ports and powers it)."""
+        return self.ironic_api.enroll(manage=False)["uuid"]
+
     def put(self, node, event, request_id=None):
         request = Request(node_uuid=node, event=event, request_id=request_id or uuid.uuid4().hex)
         self.queue.put(request)
@@ -112,8 +122,8 @@ get_timeout = {GET_TIMEOUT}
 
 
 @pytest.fixture
-def cluster(tmp_path, postgresql_url, rabbitmq_url, redis_url, queue_name):
-    cluster = Cluster(tmp_path, postgresql_url, rabbitmq_url, redis_url, queue_name)
+def cluster(tmp_path, postgresql_url, rabbitmq_url, redis_url, queue_name, ironic_api):
+    cluster = Cluster(tmp_path, postgresql_url, rabbitmq_url, redis_url, queue_name, ironic_api)
     yield cluster
     cluster.close()
 
@@ -136,7 +146,7 @@ def assert_valid_history(store, node):
 
 
 def test_kill_before_ack_of_a_strict_event_is_deja_vu(cluster, tmp_path):
-    node = str(uuid.uuid4())
+    node = cluster.new_node()
     marker = tmp_path / "paused"
     victim = cluster.start_worker(faults="pause_before_ack=continue", marker=marker)
     cluster.put(node, "inspect")
@@ -155,7 +165,7 @@ def test_kill_before_ack_of_a_strict_event_is_deja_vu(cluster, tmp_path):
 
 
 def test_kill_before_ack_of_a_reentrant_event_ends_right_once(cluster, tmp_path):
-    node = str(uuid.uuid4())
+    node = cluster.new_node()
     marker = tmp_path / "paused"
     victim = cluster.start_worker(faults="pause_before_ack=inspect", marker=marker)
     request = cluster.put(node, "inspect")
@@ -171,7 +181,7 @@ def test_kill_before_ack_of_a_reentrant_event_ends_right_once(cluster, tmp_path)
 
 
 def test_conflicting_requests_from_several_producers(cluster):
-    nodes = [str(uuid.uuid4()) for _ in range(50)]
+    nodes = [cluster.new_node() for _ in range(50)]
     for _ in range(2):
         cluster.start_worker()
     for node in nodes:
@@ -220,7 +230,7 @@ def test_conflicting_requests_from_several_producers(cluster):
 
 
 def test_sigterm_while_a_task_runs(cluster):
-    node = str(uuid.uuid4())
+    node = cluster.new_node()
     task_seconds = 3.0
     worker = cluster.start_worker(faults=f"slow_task=inspect:{task_seconds}")
     request = cluster.put(node, "inspect")
@@ -238,7 +248,7 @@ def test_sigterm_while_a_task_runs(cluster):
 
 
 def test_second_sigterm_exits_at_once_and_the_request_comes_back(cluster):
-    node = str(uuid.uuid4())
+    node = cluster.new_node()
     worker = cluster.start_worker(faults="slow_task=inspect:30")
     request = cluster.put(node, "inspect")
     cluster.wait_state(node, "starting")

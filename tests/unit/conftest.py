@@ -4,6 +4,8 @@ import pytest
 
 from inspector import conf as config
 from inspector.api import app as app_factory
+from inspector.store import Store, schema
+from tests.fakes.ironic import FakeIronic
 
 
 @pytest.fixture
@@ -15,9 +17,41 @@ def conf(tmp_path):
     return conf
 
 
+class RecordingQueue:
+    """The API's view of the work queue: put() only."""
+
+    def __init__(self):
+        self.requests = []
+
+    def put(self, request):
+        self.requests.append(request)
+
+    def events(self):
+        return [(r.node_uuid, r.event) for r in self.requests]
+
+
 @pytest.fixture
-def app(conf):
-    return app_factory.create_app(conf)
+def store(tmp_path):
+    url = f"sqlite:///{tmp_path / 'inspector.sqlite'}"
+    schema.upgrade(url)
+    db = Store.from_url(url)
+    yield db
+    db.close()
+
+
+@pytest.fixture
+def queue():
+    return RecordingQueue()
+
+
+@pytest.fixture
+def ironic():
+    return FakeIronic()
+
+
+@pytest.fixture
+def app(conf, store, queue, ironic):
+    return app_factory.create_app(conf, store=store, queue=queue, ironic=ironic)
 
 
 @pytest.fixture

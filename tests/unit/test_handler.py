@@ -334,3 +334,13 @@ def test_lost_compare_and_swap_is_retried(store, coordinator, queue, tasks):
     assert delivery.outcome == "retry"
     assert store.get_node(NODE).state == State.STARTING
     assert store.find_request("w1") is None
+
+
+def test_ramdisk_data_before_wait_is_retried_not_refused(handler, store):
+    deliver(handler, "inspect")
+    delivery = deliver(handler, "continue", request_id="early")
+    assert delivery.outcome == "retry"
+    assert store.find_request("early") is None
+    deliver(handler, "wait")
+    assert deliver(handler, "continue", request_id="early").outcome == "ack"
+    assert store.get_node(NODE).state == State.PROCESSING

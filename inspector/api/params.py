@@ -1,0 +1,103 @@
+"""Parsing of path and query parameters: UUIDs, node names, booleans, paging, states.
+
+Everything a client can get wrong becomes a BadRequest naming the parameter.
+"""
+
+import re
+import uuid
+
+import flask
+
+from inspector.errors import BadRequest
+from inspector.machine import State
+
+#: Ironic's node names: RFC 3986 unreserved characters.
+_NAME = re.compile(r"^[A-Za-z0-9\-._~]{1,255}$")
+_TRUE = {"1", "t", "true", "on", "y", "yes"}
+_FALSE = {"0", "f", "false", "off", "n", "no"}
+
+
+def is_uuid(value: str) -> bool:
+    try:
+        return str(uuid.UUID(value)) == value.lower()
+    except ValueError:
+        return False
+
+
+def node_ident(value: str) -> str:
+    """A node UUID (normalised) or an Ironic node name."""
+    if is_uuid(value):
+        return value.lower()
+    if not _NAME.match(value):
+        raise BadRequest(f"Invalid node UUID or name: {value!r}")
+    return value
+
+
+def rule_uuid(value: str) -> str:
+    if not is_uuid(value):
+        raise BadRequest(f"Invalid rule UUID: {value!r}")
+    return value.lower()
+
+
+def only(*allowed: str) -> None:
+    """Refuse query parameters the route does not know."""
+    unknown = sorted(set(flask.request.args) - set(allowed))
+    if unknown:
+        raise BadRequest(f"Unknown query parameter(s): {', '.join(unknown)}")
+
+
+def boolean(name: str, default: bool) -> bool:
+    value = flask.request.args.get(name)
+    if value is None:
+        return default
+    if value.lower() in _TRUE:
+        return True
+    if value.lower() in _FALSE:
+        return False
+    raise BadRequest(f"Invalid boolean value for {name}: {value!r}")
+
+
+def limit(maximum: int) -> int:
+    value = flask.request.args.get("limit")
+    if value is None:
+        return maximum
+    try:
+        number = int(value)
+    except ValueError:
+        raise BadRequest(f"Invalid limit {value!r}: expected a non-negative integer") from None
+    if number < 0:
+        raise BadRequest(f"Invalid limit {number}: it must not be negative")
+    if number > maximum:
+        raise BadRequest(f"Limit {number} is over the API maximum of {maximum}")
+    return number or maximum
+
+
+def marker() -> str | None:
+    value = flask.request.args.get("marker")
+    if value is not None and not is_uuid(value):
+        raise BadRequest(f"Invalid marker {value!r}: expected a node UUID")
+    return value.lower() if value else None
+
+
+def states() -> list[str]:
+    values = [v for item in flask.request.args.getlist("state") for v in item.split(",") if v]
+    for value in values:
+        if value not in State._value2member_map_:
+            known = ", ".join(s.value for s in State)
+            raise BadRequest(f"Invalid state {value!r}: known states are {known}")
+    return values
+
+
+def json_object(*, required: bool = True) -> dict | None:
+    """The body as a JSON object, whatever its content type (as ironic-inspector)."""
+    data = flask.request.get_data(cache=True)
+    if not data.strip():
+        if required:
+            raise BadRequest("A JSON object body is required")
+        return None
+    body = flask.request.get_json(force=True, silent=True)
+    if body is None:
+        raise BadRequest("Malformed JSON body")
+    if not isinstance(body, dict):
+        raise BadRequest("The body must be a JSON object")
+    return body

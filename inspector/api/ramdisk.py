@@ -1,0 +1,52 @@
+"""POST /v1/continue: the ramdisk's callback. Finds the node, stores the payload durably,
+enqueues `continue` and answers at once; processing happens in a worker.
+
+The payload's `logs` are never stored with the data nor logged.
+"""
+
+import logging
+
+import flask
+
+from inspector import errors
+from inspector.api import auth, intents, params
+from inspector.api.context import services
+from inspector.broker.message import Request
+from inspector.machine import Event, State
+from inspector.processing import lookup
+
+LOG = logging.getLogger(__name__)
+
+blueprint = flask.Blueprint("ramdisk", __name__)
+
+#: States in which a node waits for its ramdisk (starting: the ramdisk was faster than
+#: the automatic `wait`; the worker applies `continue` once `wait` has landed).
+EXPECTING_DATA = (State.WAITING, State.STARTING)
+
+
+@blueprint.post("/v1/continue")
+@auth.public
+def continue_introspection():
+    svc = services()
+    svc.guard.check(flask.request.remote_addr)
+    params.only()
+    data = params.json_object()
+    data.pop("logs", None)  # ramdisk_logs_dir handling is the processing's; never stored
+    wanted = lookup.attributes(data)
+    if not any(wanted.values()):
+        raise errors.BadRequest("The data carries no MAC address or BMC address to look up")
+    node_uuid = lookup.choose(svc.store.lookup(wanted), wanted)
+    node = intents.load(svc, node_uuid)
+    if node is None or node.state not in EXPECTING_DATA:
+        state = "no introspection" if node is None else f"state {node.state}"
+        raise errors.NotFound(f"Node {node_uuid} is not waiting for ramdisk data ({state})")
+    svc.store.store_data(node_uuid, data, processed=False)
+    error = data.get("error")
+    if error:
+        message = f"Ramdisk reported error: {error}"
+        intents.record(svc, node_uuid, node, Event.ERROR, reason=message)
+        raise errors.BadRequest(message)
+    request = Request(node_uuid=node_uuid, event=Event.CONTINUE, payload_ref=f"raw:{node_uuid}")
+    svc.queue.put(request)
+    LOG.info("[node %s req %s] ramdisk data received", node_uuid, request.request_id)
+    return {"uuid": node_uuid}

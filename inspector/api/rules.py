@@ -1,0 +1,57 @@
+"""/v1/rules: create, list, show and delete introspection rules (evaluation is elsewhere)."""
+
+import flask
+
+from inspector.api import params
+from inspector.api.context import services
+from inspector.api.links import link
+from inspector.processing.rule_schema import validate_rule
+
+blueprint = flask.Blueprint("rules", __name__)
+
+
+def authorize(rule: str) -> None:
+    services().policy.authorize(rule, flask.g.credentials)
+
+
+def _with_links(rule: dict) -> dict:
+    return {**rule, "links": [link(f"v1/rules/{rule['uuid']}")]}
+
+
+@blueprint.post("/v1/rules")
+def create():
+    authorize("introspection:rule:create")
+    params.only()
+    rule = services().store.create_rule(validate_rule(params.json_object()))
+    code = 201 if flask.g.api_version >= (1, 6) else 200
+    return _with_links(rule), code
+
+
+@blueprint.get("/v1/rules")
+def list_rules():
+    authorize("introspection:rule:get")
+    params.only()
+    return {"rules": [_with_links(rule) for rule in services().store.rule_summaries()]}
+
+
+@blueprint.delete("/v1/rules")
+def delete_all():
+    authorize("introspection:rule:delete")
+    params.only()
+    services().store.delete_rules()
+    return "", 204
+
+
+@blueprint.get("/v1/rules/<uuid>")
+def get(uuid: str):
+    authorize("introspection:rule:get")
+    params.only()
+    return _with_links(services().store.get_rule(params.rule_uuid(uuid)))
+
+
+@blueprint.delete("/v1/rules/<uuid>")
+def delete(uuid: str):
+    authorize("introspection:rule:delete")
+    params.only()
+    services().store.delete_rule(params.rule_uuid(uuid))
+    return "", 204

@@ -1,0 +1,40 @@
+"""[api] options: request size limits, /v1/continue hardening, the built-in server."""
+
+from oslo_config import cfg
+
+GROUP = "api"
+
+OPTS = [
+    cfg.IntOpt(
+        "max_request_body_size",
+        default=1024 * 1024,
+        min=1024,
+        help="Largest request body in bytes, except /v1/continue; larger ones get 413.",
+    ),
+    cfg.IntOpt(
+        "max_continue_body_size",
+        default=64 * 1024 * 1024,
+        min=1024,
+        help="Largest /v1/continue body in bytes (ramdisk data, with its base64 logs).",
+    ),
+    cfg.ListOpt(
+        "continue_allowed_networks",
+        default=[],
+        help="CIDRs from which /v1/continue is accepted (e.g. the provisioning "
+        "network). Empty: from anywhere. Behind a proxy, enable "
+        "[oslo_middleware] enable_proxy_headers_parsing so the client address is seen.",
+    ),
+    cfg.IntOpt(
+        "continue_rate_limit",
+        default=120,
+        min=0,
+        help="Requests per minute accepted on /v1/continue from one source address, per "
+        "API process; more get 429. 0 disables the limit.",
+    ),
+    cfg.IntOpt(
+        "threads",
+        default=16,
+        min=1,
+        help="Request threads of the built-in server (`inspector api`, `inspector all`).",
+    ),
+]

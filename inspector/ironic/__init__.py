@@ -1,0 +1,13 @@
+"""The Ironic client: what we read from and change in Ironic, on openstacksdk's baremetal proxy.
+
+Owns the connection to Ironic, its retry policy and the mapping of its failures to our
+errors; no openstacksdk or keystoneauth exception leaves this package. It decides nothing
+about inspection itself.
+"""
+
+from inspector.ironic.bmc import bmc_addresses
+from inspector.ironic.client import Ironic
+from inspector.ironic.connection import API_VERSION, connect
+from inspector.ironic.model import IronicNode, IronicPort
+
+__all__ = ["API_VERSION", "Ironic", "IronicNode", "IronicPort", "bmc_addresses", "connect"]

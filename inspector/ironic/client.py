@@ -1,0 +1,227 @@
+"""The Ironic client the rest of the service uses: nodes and ports in, changes out.
+
+Owns the retry policy: connection failures, 5xx and 409 NodeLocked are retried
+[ironic] max_retries times, [ironic] retry_interval apart, waiting on the shutdown event.
+Each method makes one request per attempt (listings one per page), and nothing waits
+for Ironic to reach a state.
+"""
+
+import logging
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
+
+from openstack import exceptions as sdk_exceptions
+from oslo_config import cfg
+
+from inspector.conf.ironic import GROUP
+from inspector.errors import ServiceUnavailable
+from inspector.ironic import failures
+from inspector.ironic.connection import API_VERSION, connect
+from inspector.ironic.model import IronicNode, IronicPort
+
+LOG = logging.getLogger(__name__)
+
+#: Items per listing request; Ironic's own cap ([api] max_limit) is 1000 by default.
+DEFAULT_PAGE_SIZE = 1000
+
+T = TypeVar("T")
+
+
+class Ironic:
+    """Ironic as we use it. Thread-safe: one instance serves every worker thread."""
+
+    def __init__(
+        self,
+        conf: cfg.ConfigOpts,
+        *,
+        shutdown: threading.Event | None = None,
+        connection: Any = None,
+    ) -> None:
+        group = conf[GROUP]
+        self._max_retries: int = group.max_retries
+        self._retry_interval: float = group.retry_interval
+        self._shutdown = shutdown or threading.Event()
+        self._connection = connection if connection is not None else connect(conf)
+        self._lock = threading.Lock()
+        self._calls = 0
+
+    @property
+    def calls(self) -> int:
+        """HTTP requests sent to Ironic so far, failed attempts included."""
+        with self._lock:
+            return self._calls
+
+    # ------------------------------------------------------------ nodes
+
+    def get_node(self, ident: str) -> IronicNode:
+        """The node by UUID or name; NotFound when Ironic has none."""
+        return _node(self._call(f"get node {ident}", lambda bm: bm.get_node(ident)))
+
+    def iter_nodes(
+        self, *, page_size: int = DEFAULT_PAGE_SIZE, fields: Sequence[str] | None = None
+    ) -> Iterator[IronicNode]:
+        """Every node, one request per page. With `fields`, only those (and uuid) are
+        fetched; the others come back empty (None, {} or False)."""
+        if fields is None:
+            pages = self._paginate("nodes", "/nodes/detail", {}, page_size)
+        else:
+            wanted = ",".join(dict.fromkeys(["uuid", *fields]))
+            pages = self._paginate("nodes", "/nodes", {"fields": wanted}, page_size)
+        return (IronicNode.from_ironic(item) for item in pages)
+
+    def create_node(self, *, driver: str, **fields: Any) -> IronicNode:
+        """A new node (enroll state), fields named as Ironic's API names them."""
+        node = self._call("create a node", lambda bm: bm.create_node(driver=driver, **fields))
+        return _node(node)
+
+    def patch_node(self, node_uuid: str, patch: list[dict]) -> IronicNode:
+        """One JSON-patch PATCH of the node; the node as Ironic saved it."""
+        node = self._call(
+            f"patch node {node_uuid}",
+            lambda bm: bm.patch_node(node_uuid, patch, retry_on_conflict=False),
+        )
+        return _node(node)
+
+    def set_boot_device(
+        self, node_uuid: str, device: str = "pxe", persistent: bool = False
+    ) -> None:
+        self._call(
+            f"set the boot device of node {node_uuid}",
+            lambda bm: bm.set_node_boot_device(node_uuid, device, persistent=persistent),
+        )
+
+    def set_power_state(self, node_uuid: str, target: str) -> None:
+        """Ask for "power on", "power off" or "rebooting"; returns once Ironic accepted it."""
+        self._call(
+            f"set the power of node {node_uuid} to {target}",
+            lambda bm: bm.set_node_power_state(node_uuid, target, wait=False),
+        )
+
+    # ------------------------------------------------------------ ports
+
+    def list_ports(self, node_uuid: str) -> list[IronicPort]:
+        """The node's ports (one request unless it has more than a page of them)."""
+        pages = self._paginate("ports", "/ports/detail", {"node_uuid": node_uuid})
+        return [IronicPort.from_ironic(item) for item in pages]
+
+    def iter_ports(self, *, page_size: int = DEFAULT_PAGE_SIZE) -> Iterator[IronicPort]:
+        """Every port of every node, one request per page."""
+        pages = self._paginate("ports", "/ports/detail", {}, page_size)
+        return (IronicPort.from_ironic(item) for item in pages)
+
+    def create_port(
+        self,
+        node_uuid: str,
+        address: str,
+        *,
+        pxe_enabled: bool = True,
+        extra: dict | None = None,
+    ) -> IronicPort:
+        """A new port; Conflict when another port has that MAC. A retried POST whose first
+        attempt did reach Ironic also answers Conflict."""
+        port = self._call(
+            f"create port {address} for node {node_uuid}",
+            lambda bm: bm.create_port(
+                node_uuid=node_uuid, address=address, pxe_enabled=pxe_enabled, extra=extra or {}
+            ),
+        )
+        return _port(port)
+
+    def update_port(self, port_uuid: str, patch: list[dict]) -> IronicPort:
+        """One JSON-patch PATCH of the port."""
+        return _port(
+            self._call(f"patch port {port_uuid}", lambda bm: bm.patch_port(port_uuid, patch))
+        )
+
+    def delete_port(self, port_uuid: str) -> None:
+        """NotFound when the port is already gone."""
+        self._call(
+            f"delete port {port_uuid}", lambda bm: bm.delete_port(port_uuid, ignore_missing=False)
+        )
+
+    # ------------------------------------------------------------ machinery
+
+    def _call(self, what: str, request: Callable[[Any], T]) -> T:
+        """request(the baremetal proxy), retried per our policy; only InspectorErrors escape."""
+        attempt = 0
+        while True:
+            attempt += 1
+            with self._lock:
+                self._calls += 1
+            try:
+                # Inside the try: the proxy's first use reads Ironic's version document.
+                return request(self._connection.baremetal)
+            except failures.LIBRARY_ERRORS as exc:
+                reason = failures.retry_reason(exc)
+                if reason is None:
+                    raise failures.translate(exc, what) from exc
+                if attempt > self._max_retries:
+                    raise ServiceUnavailable(
+                        f"Ironic is unavailable: cannot {what} after {attempt} attempts ({reason})"
+                    ) from exc
+                if self._shutdown.wait(self._retry_interval):
+                    raise ServiceUnavailable(
+                        f"Ironic is unavailable: gave up trying to {what} on shutdown ({reason})"
+                    ) from exc
+                LOG.warning("Cannot %s (attempt %d, retrying): %s", what, attempt, reason)
+
+    def _paginate(
+        self, kind: str, path: str, params: dict[str, Any], page_size: int = DEFAULT_PAGE_SIZE
+    ) -> Iterator[dict]:
+        """Ironic's items, one GET per page, each retried on its own, following `next`.
+
+        Ironic sends `next` only after a full page, so the common short list costs one
+        request (openstacksdk's own paging asks once more after every last page), and a
+        page size above Ironic's [api] max_limit is cut to it without losing the rest.
+        """
+        if page_size < 1:
+            raise ValueError(f"page_size must be positive, not {page_size}")
+        marker = None
+        while True:
+            query = {**params, "limit": page_size}
+            if marker is not None:
+                query["marker"] = marker
+            body = self._call(f"list {kind}", lambda bm, query=query: _get_page(bm, path, query))
+            items = body.get(kind) or []
+            yield from items
+            if not items or not body.get("next"):
+                return
+            marker = items[-1]["uuid"]
+
+
+def _get_page(proxy: Any, path: str, query: dict[str, Any]) -> dict:
+    response = proxy.get(
+        path, params=query, microversion=API_VERSION, headers={"Accept": "application/json"}
+    )
+    sdk_exceptions.raise_from_response(response)
+    return response.json()
+
+
+def _node(resource: Any) -> IronicNode:
+    """From openstacksdk's Node, whose attribute names are not Ironic's."""
+    return IronicNode(
+        uuid=resource.id,
+        name=resource.name,
+        provision_state=resource.provision_state,
+        power_state=resource.power_state,
+        driver=resource.driver,
+        driver_info=dict(resource.driver_info or {}),
+        properties=dict(resource.properties or {}),
+        extra=dict(resource.extra or {}),
+        maintenance=bool(resource.is_maintenance),
+        inspect_interface=resource.inspect_interface,
+    )
+
+
+def _port(resource: Any) -> IronicPort:
+    """From openstacksdk's Port."""
+    return IronicPort(
+        uuid=resource.id,
+        node_uuid=resource.node_id,
+        address=resource.address,
+        pxe_enabled=True if resource.is_pxe_enabled is None else bool(resource.is_pxe_enabled),
+        extra=dict(resource.extra or {}),
+        local_link_connection=dict(resource.local_link_connection or {}),
+        physical_network=resource.physical_network,
+    )

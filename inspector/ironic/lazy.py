@@ -1,0 +1,39 @@
+"""The Ironic client built on first use, so that a process whose [ironic] options are
+missing still starts and serves everything that does not need Ironic; what does need it
+fails with 503 naming the options to set."""
+
+import threading
+from typing import Any
+
+from oslo_config import cfg
+
+from inspector.errors import ConfigError, ServiceUnavailable
+from inspector.ironic.client import Ironic
+
+
+class LazyIronic:
+    def __init__(self, conf: cfg.ConfigOpts, *, shutdown: threading.Event | None = None) -> None:
+        self._conf = conf
+        self._shutdown = shutdown
+        self._client: Ironic | None = None
+        self._lock = threading.Lock()
+
+    def check(self) -> str | None:
+        """None when the client can be built, else why not (for a start-up warning)."""
+        try:
+            self._build()
+        except ServiceUnavailable as exc:
+            return exc.message
+        return None
+
+    def _build(self) -> Ironic:
+        with self._lock:
+            if self._client is None:
+                try:
+                    self._client = Ironic(self._conf, shutdown=self._shutdown)
+                except ConfigError as exc:
+                    raise ServiceUnavailable(f"Ironic is not configured: {exc.message}") from exc
+            return self._client
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client or self._build(), name)

@@ -1,0 +1,65 @@
+"""What we keep of Ironic's nodes and ports: frozen values built from Ironic's JSON names.
+
+Must not talk to Ironic: the client builds these from what it received.
+"""
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+
+@dataclasses.dataclass(frozen=True)
+class IronicNode:
+    uuid: str
+    name: str | None
+    #: None only when a listing asked for a subset of fields that left it out.
+    provision_state: str
+    power_state: str | None
+    driver: str
+    driver_info: dict
+    properties: dict
+    extra: dict
+    maintenance: bool
+    inspect_interface: str | None
+
+    @classmethod
+    def from_ironic(cls, data: Mapping[str, Any]) -> "IronicNode":
+        """From a node as Ironic's API names its fields (absent fields get empty values)."""
+        return cls(
+            uuid=data["uuid"],
+            name=data.get("name"),
+            provision_state=data.get("provision_state"),  # type: ignore[arg-type]
+            power_state=data.get("power_state"),
+            driver=data.get("driver"),  # type: ignore[arg-type]
+            driver_info=dict(data.get("driver_info") or {}),
+            properties=dict(data.get("properties") or {}),
+            extra=dict(data.get("extra") or {}),
+            maintenance=bool(data.get("maintenance")),
+            inspect_interface=data.get("inspect_interface"),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class IronicPort:
+    uuid: str
+    node_uuid: str
+    address: str
+    pxe_enabled: bool
+    extra: dict
+    local_link_connection: dict
+    physical_network: str | None
+
+    @classmethod
+    def from_ironic(cls, data: Mapping[str, Any]) -> "IronicPort":
+        """From a port as Ironic's API names its fields."""
+        pxe_enabled = data.get("pxe_enabled")
+        return cls(
+            uuid=data["uuid"],
+            node_uuid=data["node_uuid"],
+            address=data["address"],
+            # Ironic's default for a port created without the flag.
+            pxe_enabled=True if pxe_enabled is None else bool(pxe_enabled),
+            extra=dict(data.get("extra") or {}),
+            local_link_connection=dict(data.get("local_link_connection") or {}),
+            physical_network=data.get("physical_network"),
+        )

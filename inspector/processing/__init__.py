@@ -1,0 +1,1 @@
+"""Processing of ramdisk data: lookup, hooks, introspection rules, discovery."""

@@ -1,0 +1,71 @@
+"""Finding the node a ramdisk payload belongs to: its MACs and BMC addresses, and the
+rule that the node with the most matches wins (a tie is an error, as in ironic-inspector).
+"""
+
+import re
+from typing import Any
+
+from inspector.errors import BadRequest, NotFound
+
+MAC = "mac"
+BMC = "bmc_address"
+
+_MAC = re.compile(r"^([0-9a-f]{2}[:-]){5}[0-9a-f]{2}$")
+_UNSET_ADDRESSES = {"", "0.0.0.0", "::", "::/0"}  # noqa: S104 - not a bind
+
+
+def normalise_mac(value: Any) -> str | None:
+    """'AA-BB-..' or PXE's '01-aa-bb-..' boot_interface -> 'aa:bb:..'; None if not a MAC."""
+    if not isinstance(value, str):
+        return None
+    value = value.strip().lower()
+    if value.startswith("01-") and len(value) == 20:
+        value = value[3:]
+    if not _MAC.match(value):
+        return None
+    return value.replace("-", ":")
+
+
+def attributes(data: dict[str, Any]) -> dict[str, list[str]]:
+    """The lookup attributes a payload carries: interface MACs and BMC addresses."""
+    inventory = data.get("inventory")
+    if inventory is not None and not isinstance(inventory, dict):
+        raise BadRequest("inventory must be a JSON object")
+    inventory = inventory or {}
+    interfaces = inventory.get("interfaces")
+    if interfaces is None:
+        interfaces = []
+    if not isinstance(interfaces, list):
+        raise BadRequest("inventory.interfaces must be a list")
+    macs = [i.get("mac_address") for i in interfaces if isinstance(i, dict)]
+    macs.append(data.get("boot_interface"))
+    legacy = data.get("macs")
+    if isinstance(legacy, list):
+        macs.extend(legacy)
+    found_macs = sorted({m for m in map(normalise_mac, macs) if m})
+    bmcs = [inventory.get("bmc_address"), inventory.get("bmc_v6address")]
+    found_bmcs = sorted(
+        {
+            b.strip().lower()
+            for b in bmcs
+            if isinstance(b, str) and b.strip() not in _UNSET_ADDRESSES
+        }
+    )
+    return {MAC: found_macs, BMC: found_bmcs}
+
+
+def choose(matches: dict[str, int], attributes: dict[str, list[str]]) -> str:
+    """The node uuid with the most matching attributes; NotFound for none or a tie."""
+    if not matches:
+        raise NotFound(f"Could not find a node for attributes {_describe(attributes)}")
+    best = max(matches.values())
+    winners = sorted(uuid for uuid, count in matches.items() if count == best)
+    if len(winners) > 1:
+        raise NotFound(
+            f"Multiple nodes match attributes {_describe(attributes)} equally: {', '.join(winners)}"
+        )
+    return winners[0]
+
+
+def _describe(attributes: dict[str, list[str]]) -> str:
+    return "; ".join(f"{name} {', '.join(values)}" for name, values in attributes.items() if values)

@@ -1,0 +1,130 @@
+"""The vocabulary of introspection rules: condition operators, actions, their parameters,
+and the validation of a rule document sent to POST /v1/rules. Evaluation lives elsewhere.
+"""
+
+import ipaddress
+import re
+import uuid as uuid_module
+from typing import Any
+
+from inspector.errors import BadRequest
+
+#: Condition operators and the parameters each requires.
+CONDITIONS: dict[str, tuple[str, ...]] = {
+    "eq": ("value",),
+    "ne": ("value",),
+    "lt": ("value",),
+    "gt": ("value",),
+    "le": ("value",),
+    "ge": ("value",),
+    "in-net": ("value",),
+    "matches": ("value",),
+    "contains": ("value",),
+    "is-empty": (),
+}
+
+#: Actions, their required and optional parameters.
+ACTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "fail": (("message",), ()),
+    "set-attribute": (("path", "value"), ("reset_interfaces",)),
+    "set-capability": (("name",), ("value",)),
+    "extend-attribute": (("path", "value"), ("unique",)),
+    "add-trait": (("name",), ()),
+    "remove-trait": (("name",), ()),
+}
+
+MULTIPLE = ("any", "all", "first")
+FIELD_SCHEMES = ("data://", "node://")
+RULE_KEYS = {"uuid", "description", "conditions", "actions", "scope"}
+
+
+def _fail(where: str, message: str) -> None:
+    raise BadRequest(f"Invalid rule: {where}: {message}")
+
+
+def _check_condition(index: int, condition: Any) -> dict[str, Any]:
+    where = f"conditions[{index}]"
+    if not isinstance(condition, dict):
+        _fail(where, "must be an object")
+    op = condition.get("op")
+    if op not in CONDITIONS:
+        _fail(where, f"unknown op {op!r}; known: {', '.join(CONDITIONS)}")
+    field = condition.get("field")
+    if not isinstance(field, str) or not field:
+        _fail(where, "field must be a non-empty string")
+    if "://" in field and not field.startswith(FIELD_SCHEMES):
+        _fail(where, f"field must start with {' or '.join(FIELD_SCHEMES)} or be a path")
+    if condition.get("multiple", "any") not in MULTIPLE:
+        _fail(where, f"multiple must be one of {', '.join(MULTIPLE)}")
+    if not isinstance(condition.get("invert", False), bool):
+        _fail(where, "invert must be a boolean")
+    for name in CONDITIONS[op]:
+        if name not in condition:
+            _fail(where, f"op {op} needs {name}")
+    _check_value(where, op, condition.get("value"))
+    return condition
+
+
+def _check_value(where: str, op: str, value: Any) -> None:
+    if op == "in-net":
+        try:
+            ipaddress.ip_network(str(value), strict=False)
+        except ValueError:
+            _fail(where, f"in-net value {value!r} is not a network")
+    if op in ("matches", "contains"):
+        if not isinstance(value, str):
+            _fail(where, f"{op} value must be a regular expression string")
+        try:
+            re.compile(value)
+        except re.error as exc:
+            _fail(where, f"invalid regular expression {value!r}: {exc}")
+
+
+def _check_action(index: int, action: Any) -> dict[str, Any]:
+    where = f"actions[{index}]"
+    if not isinstance(action, dict):
+        _fail(where, "must be an object")
+    name = action.get("action")
+    if name not in ACTIONS:
+        _fail(where, f"unknown action {name!r}; known: {', '.join(ACTIONS)}")
+    required, optional = ACTIONS[name]
+    for key in required:
+        if key not in action:
+            _fail(where, f"action {name} needs {key}")
+    unknown = set(action) - {"action", *required, *optional}
+    if unknown:
+        _fail(where, f"action {name} does not take {', '.join(sorted(unknown))}")
+    for key in ("path", "name", "message"):
+        if key in action and (not isinstance(action[key], str) or not action[key]):
+            _fail(where, f"{key} must be a non-empty string")
+    return action
+
+
+def validate_rule(body: Any) -> dict[str, Any]:
+    """The rule document, checked and completed (uuid, defaults); BadRequest otherwise."""
+    if not isinstance(body, dict):
+        raise BadRequest("Invalid rule: the body must be a JSON object")
+    unknown = set(body) - RULE_KEYS
+    if unknown:
+        _fail("body", f"unknown fields {', '.join(sorted(unknown))}")
+    rule_uuid = body.get("uuid") or str(uuid_module.uuid4())
+    try:
+        rule_uuid = str(uuid_module.UUID(str(rule_uuid)))
+    except ValueError:
+        _fail("uuid", f"{rule_uuid!r} is not a UUID")
+    for key in ("description", "scope"):
+        if body.get(key) is not None and not isinstance(body[key], str):
+            _fail(key, "must be a string")
+    conditions = body.get("conditions") or []
+    actions = body.get("actions")
+    if not isinstance(conditions, list):
+        _fail("conditions", "must be a list")
+    if not isinstance(actions, list) or not actions:
+        _fail("actions", "at least one action is required")
+    return {
+        "uuid": rule_uuid,
+        "description": body.get("description"),
+        "scope": body.get("scope"),
+        "conditions": [_check_condition(i, c) for i, c in enumerate(conditions)],
+        "actions": [_check_action(i, a) for i, a in enumerate(actions)],
+    }

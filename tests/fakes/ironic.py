@@ -1,0 +1,250 @@
+"""FakeIronic: the `inspector.ironic.Ironic` interface on in-memory nodes and ports.
+
+Records every call with its arguments (`history`), counts them (`calls`), and can be told to
+fail the next N calls with ServiceUnavailable (`fail_next`). No HTTP, no retries, no waits.
+"""
+
+import contextlib
+import copy
+import dataclasses
+import threading
+import uuid as uuidlib
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from inspector.errors import BadRequest, Conflict, InspectorError, NotFound, ServiceUnavailable
+from inspector.ironic import IronicNode, IronicPort
+
+#: Power state a node reaches on each target (fake hardware gets there at once).
+POWER_TARGETS = {"power on": "power on", "power off": "power off", "rebooting": "power on"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Call:
+    name: str
+    args: tuple
+    kwargs: dict
+
+
+class FakeIronic:
+    """Same methods and results as Ironic; state in `nodes`, `ports` and `boot_devices`."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self.nodes: dict[str, IronicNode] = {}
+        self.ports: dict[str, IronicPort] = {}
+        #: node uuid -> (device, persistent) of the last set_boot_device.
+        self.boot_devices: dict[str, tuple[str, bool]] = {}
+        self.history: list[Call] = []
+        self._failures: list[InspectorError] = []
+
+    # ------------------------------------------------------------ test helpers
+
+    @property
+    def calls(self) -> int:
+        with self._lock:
+            return len(self.history)
+
+    def calls_to(self, name: str) -> list[Call]:
+        with self._lock:
+            return [call for call in self.history if call.name == name]
+
+    def fail_next(self, count: int = 1, error: InspectorError | None = None) -> None:
+        """The next `count` calls raise `error` (ServiceUnavailable naming Ironic by default)."""
+        with self._lock:
+            for _ in range(count):
+                self._failures.append(error or ServiceUnavailable("Ironic is unavailable (fake)"))
+
+    def add_node(self, *, uuid: str | None = None, **fields: Any) -> IronicNode:
+        """A node, without recording a call; defaults to a manageable fake-hardware node."""
+        values = {
+            "uuid": uuid or str(uuidlib.uuid4()),
+            "name": None,
+            "provision_state": "manageable",
+            "power_state": "power off",
+            "driver": "fake-hardware",
+            "driver_info": {},
+            "properties": {},
+            "extra": {},
+            "maintenance": False,
+            "inspect_interface": "agent",
+            **fields,
+        }
+        node = IronicNode(**values)
+        with self._lock:
+            self.nodes[node.uuid] = node
+        return node
+
+    def add_port(self, node_uuid: str, address: str, **fields: Any) -> IronicPort:
+        """A port, without recording a call."""
+        with self._lock:
+            return self._new_port(node_uuid, address, **fields)
+
+    # ------------------------------------------------------------ the interface
+
+    def get_node(self, ident: str) -> IronicNode:
+        with self._begin("get_node", ident):
+            return self._node(ident)
+
+    def iter_nodes(
+        self, *, page_size: int = 1000, fields: Sequence[str] | None = None
+    ) -> Iterator[IronicNode]:
+        with self._begin("iter_nodes", page_size=page_size, fields=fields):
+            nodes = sorted(self.nodes.values(), key=lambda n: n.uuid)
+        return iter(nodes)
+
+    def create_node(self, *, driver: str, **fields: Any) -> IronicNode:
+        with self._begin("create_node", driver=driver, **fields):
+            name = fields.get("name")
+            if name and any(n.name == name for n in self.nodes.values()):
+                raise Conflict(f"Ironic refused to create a node: name {name} is taken")
+            fields.setdefault("provision_state", "enroll")
+            fields.setdefault("power_state", None)
+            node = IronicNode(
+                **{**_node_defaults(), **fields, "driver": driver, "uuid": str(uuidlib.uuid4())}
+            )
+            self.nodes[node.uuid] = node
+            return node
+
+    def patch_node(self, node_uuid: str, patch: list[dict]) -> IronicNode:
+        with self._begin("patch_node", node_uuid, patch):
+            node = self._node(node_uuid)
+            values = apply_patch(dataclasses.asdict(node), patch)
+            node = IronicNode(**values)
+            self.nodes[node.uuid] = node
+            return node
+
+    def set_boot_device(
+        self, node_uuid: str, device: str = "pxe", persistent: bool = False
+    ) -> None:
+        with self._begin("set_boot_device", node_uuid, device, persistent=persistent):
+            self._node(node_uuid)
+            self.boot_devices[node_uuid] = (device, persistent)
+
+    def set_power_state(self, node_uuid: str, target: str) -> None:
+        with self._begin("set_power_state", node_uuid, target):
+            node = self._node(node_uuid)
+            if target not in POWER_TARGETS:
+                raise BadRequest(f"Ironic refused to set the power: unknown target {target}")
+            self.nodes[node_uuid] = dataclasses.replace(node, power_state=POWER_TARGETS[target])
+
+    def list_ports(self, node_uuid: str) -> list[IronicPort]:
+        with self._begin("list_ports", node_uuid):
+            return sorted(
+                (p for p in self.ports.values() if p.node_uuid == node_uuid),
+                key=lambda p: p.uuid,
+            )
+
+    def iter_ports(self, *, page_size: int = 1000) -> Iterator[IronicPort]:
+        with self._begin("iter_ports", page_size=page_size):
+            ports = sorted(self.ports.values(), key=lambda p: p.uuid)
+        return iter(ports)
+
+    def create_port(
+        self,
+        node_uuid: str,
+        address: str,
+        *,
+        pxe_enabled: bool = True,
+        extra: dict | None = None,
+    ) -> IronicPort:
+        with self._begin("create_port", node_uuid, address, pxe_enabled=pxe_enabled, extra=extra):
+            self._node(node_uuid)
+            return self._new_port(node_uuid, address, pxe_enabled=pxe_enabled, extra=extra or {})
+
+    def update_port(self, port_uuid: str, patch: list[dict]) -> IronicPort:
+        with self._begin("update_port", port_uuid, patch):
+            port = self._port(port_uuid)
+            port = IronicPort(**apply_patch(dataclasses.asdict(port), patch))
+            self.ports[port.uuid] = port
+            return port
+
+    def delete_port(self, port_uuid: str) -> None:
+        with self._begin("delete_port", port_uuid):
+            self._port(port_uuid)
+            del self.ports[port_uuid]
+
+    # ------------------------------------------------------------ internals
+
+    @contextlib.contextmanager
+    def _begin(self, name: str, *args: Any, **kwargs: Any) -> Iterator[None]:
+        """Record the call, then fail it if told to; the state is locked while it runs."""
+        with self._lock:
+            self.history.append(Call(name, copy.deepcopy(args), copy.deepcopy(kwargs)))
+            if self._failures:
+                raise self._failures.pop(0)
+            yield
+
+    def _node(self, ident: str) -> IronicNode:
+        node = self.nodes.get(ident)
+        if node is None:
+            node = next((n for n in self.nodes.values() if n.name == ident), None)
+        if node is None:
+            raise NotFound(f"Ironic: Node {ident} could not be found.")
+        return node
+
+    def _port(self, port_uuid: str) -> IronicPort:
+        try:
+            return self.ports[port_uuid]
+        except KeyError:
+            raise NotFound(f"Ironic: Port {port_uuid} could not be found.") from None
+
+    def _new_port(self, node_uuid: str, address: str, **fields: Any) -> IronicPort:
+        address = address.lower()
+        if any(p.address == address for p in self.ports.values()):
+            raise Conflict(f"Ironic refused to create port: MAC {address} already exists.")
+        values = {
+            "pxe_enabled": True,
+            "extra": {},
+            "local_link_connection": {},
+            "physical_network": None,
+            **fields,
+        }
+        port = IronicPort(uuid=str(uuidlib.uuid4()), node_uuid=node_uuid, address=address, **values)
+        self.ports[port.uuid] = port
+        return port
+
+
+def _node_defaults() -> dict[str, Any]:
+    return {
+        "name": None,
+        "provision_state": "enroll",
+        "power_state": None,
+        "driver_info": {},
+        "properties": {},
+        "extra": {},
+        "maintenance": False,
+        "inspect_interface": None,
+    }
+
+
+def apply_patch(document: dict, patch: list[dict]) -> dict:
+    """RFC 6902 add/replace/remove on a copy of document (what Ironic's PATCH accepts)."""
+    result = copy.deepcopy(document)
+    for operation in patch:
+        op, path = operation.get("op"), operation.get("path", "")
+        keys = [k.replace("~1", "/").replace("~0", "~") for k in path.lstrip("/").split("/")]
+        if not keys or not keys[0] or keys[0] in ("uuid", "node_uuid"):
+            raise BadRequest(f"Ironic refused the patch: cannot patch {path}")
+        parent = result
+        for key in keys[:-1]:
+            if not isinstance(parent.get(key), dict):
+                raise BadRequest(f"Ironic refused the patch: {path} does not exist")
+            parent = parent[key]
+        last = keys[-1]
+        if len(keys) == 1 and last not in result:
+            raise BadRequest(f"Ironic refused the patch: cannot patch {path}")
+        if op in ("add", "replace"):
+            if op == "replace" and last not in parent:
+                raise BadRequest(f"Ironic refused the patch: {path} does not exist")
+            parent[last] = copy.deepcopy(operation["value"])
+        elif op == "remove":
+            if last not in parent:
+                raise BadRequest(f"Ironic refused the patch: {path} does not exist")
+            if len(keys) == 1:
+                parent[last] = {} if isinstance(parent[last], dict) else None
+            else:
+                del parent[last]
+        else:
+            raise BadRequest(f"Ironic refused the patch: unsupported op {op}")
+    return result

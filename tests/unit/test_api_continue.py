@@ -1,0 +1,200 @@
+"""POST /v1/continue: lookup, durable storage, enqueue, ramdisk errors, hardening."""
+
+import copy
+import json
+import pathlib
+
+import pytest
+
+from inspector.api import guard as guard_module
+from inspector.machine import State
+from inspector.store import Change
+
+SHARED = pathlib.Path(__file__).parents[3] / "shared"
+IPA = json.loads((SHARED / "fixtures" / "ipa" / "ipa-thismachine.json").read_text())
+IPA_ERROR = json.loads(
+    (SHARED / "fixtures" / "ipa" / "ipa-thismachine-dmidecode-error.json").read_text()
+)
+FOUR_NICS = json.loads((SHARED / "peers-data" / "inspector-testfixture-4nic.json").read_text())
+
+
+def waiting_node(client, ironic, store, attributes):
+    node = ironic.add_node()
+    assert client.post(f"/v1/introspection/{node.uuid}").status_code == 202
+    current = store.get_node(node.uuid)
+    store.apply(
+        Change(
+            node_uuid=node.uuid,
+            expected_version=current.version,
+            request_id=f"{node.uuid}-wait",
+            event="wait",
+            source="starting",
+            target="waiting",
+            status="done",
+        ),
+        current,
+    )
+    store.set_attributes(node.uuid, attributes)
+    return node
+
+
+def macs(payload):
+    return [i["mac_address"] for i in payload["inventory"]["interfaces"]]
+
+
+def test_real_ipa_payload_is_stored_and_enqueued(client, ironic, store, queue):
+    node = waiting_node(client, ironic, store, {"mac": macs(IPA)})
+    payload = dict(IPA, logs="H4sIAAAA")
+    response = client.post("/v1/continue", json=payload)
+    assert response.status_code == 200
+    assert response.json == {"uuid": node.uuid}
+    stored = store.get_data(node.uuid, processed=False)
+    assert stored["inventory"] == IPA["inventory"]
+    assert "logs" not in stored
+    request = queue.requests[-1]
+    assert (request.node_uuid, request.event) == (node.uuid, "continue")
+    assert request.payload_ref == f"raw:{node.uuid}"
+    assert store.get_node(node.uuid).state == State.WAITING  # the worker applies continue
+
+
+def test_any_content_type_is_parsed_as_json(client, ironic, store):
+    node = waiting_node(client, ironic, store, {"mac": macs(FOUR_NICS)})
+    response = client.post("/v1/continue", data=json.dumps(FOUR_NICS), content_type="text/plain")
+    assert response.status_code == 200
+    assert response.json["uuid"] == node.uuid
+
+
+def test_public_without_credentials(client, ironic, store, conf):
+    # No auth header at all; the route is public whatever the strategy.
+    node = waiting_node(client, ironic, store, {"mac": macs(FOUR_NICS)})
+    assert client.post("/v1/continue", json=FOUR_NICS).json["uuid"] == node.uuid
+
+
+def test_boot_interface_in_pxe_form_finds_the_node(client, ironic, store):
+    node = waiting_node(client, ironic, store, {"mac": ["52:54:00:12:34:56"]})
+    payload = {"inventory": {"interfaces": []}, "boot_interface": "01-52-54-00-12-34-56"}
+    assert client.post("/v1/continue", json=payload).json["uuid"] == node.uuid
+
+
+def test_most_matches_wins(client, ironic, store):
+    four = macs(FOUR_NICS)
+    winner = waiting_node(client, ironic, store, {"mac": four[:3]})
+    waiting_node(client, ironic, store, {"mac": four[3:]})
+    assert client.post("/v1/continue", json=FOUR_NICS).json["uuid"] == winner.uuid
+
+
+def test_bmc_address_counts(client, ironic, store):
+    payload = copy.deepcopy(FOUR_NICS)
+    payload["inventory"]["bmc_address"] = "192.0.2.10"
+    four = macs(FOUR_NICS)
+    a = waiting_node(client, ironic, store, {"mac": four[:1], "bmc_address": ["192.0.2.10"]})
+    waiting_node(client, ironic, store, {"mac": four[1:2]})
+    assert client.post("/v1/continue", json=payload).json["uuid"] == a.uuid
+
+
+def test_tie_is_404_naming_both(client, ironic, store):
+    four = macs(FOUR_NICS)
+    a = waiting_node(client, ironic, store, {"mac": four[:1]})
+    b = waiting_node(client, ironic, store, {"mac": four[1:2]})
+    response = client.post("/v1/continue", json=FOUR_NICS)
+    assert response.status_code == 404
+    message = response.json["error"]["message"]
+    assert a.uuid in message and b.uuid in message
+
+
+def test_unknown_node_is_404(client):
+    response = client.post("/v1/continue", json=FOUR_NICS)
+    assert response.status_code == 404
+
+
+def test_node_not_waiting_is_404(client, ironic, store):
+    node = waiting_node(client, ironic, store, {"mac": macs(FOUR_NICS)})
+    assert client.post(f"/v1/introspection/{node.uuid}/abort").status_code == 202
+    response = client.post("/v1/continue", json=FOUR_NICS)
+    assert response.status_code == 404
+    assert "not waiting" in response.json["error"]["message"]
+
+
+def test_ramdisk_error_moves_the_node_to_error_at_once(client, ironic, store, queue):
+    node = waiting_node(client, ironic, store, {"mac": macs(IPA_ERROR)})
+    response = client.post("/v1/continue", json=IPA_ERROR)
+    assert response.status_code == 400
+    assert "dmidecode" in response.json["error"]["message"]
+    recorded = store.get_node(node.uuid)
+    assert recorded.state == State.ERROR
+    assert recorded.error.startswith("Ramdisk reported error: ")
+    assert "dmidecode" in recorded.error
+    assert queue.events()[-1] == (node.uuid, "error")
+    assert store.get_data(node.uuid, processed=False)["error"] == IPA_ERROR["error"]
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "fragment"),
+    [
+        (b"", "application/json", "required"),
+        (b"{not json", "application/json", "Malformed"),
+        (b"[1, 2]", "application/json", "object"),
+        (b'{"inventory": []}', "application/json", "inventory"),
+        (b'{"inventory": {"interfaces": {}}}', "application/json", "interfaces"),
+        (b'{"inventory": {"interfaces": []}}', "application/json", "MAC"),
+        (b"\xff\xfe", "application/json", "Malformed"),
+    ],
+)
+def test_bad_bodies_are_400(client, body, content_type, fragment):
+    response = client.post("/v1/continue", data=body, content_type=content_type)
+    assert response.status_code == 400
+    assert fragment in response.json["error"]["message"]
+
+
+def test_too_large_is_413(client, conf):
+    conf.set_override("max_continue_body_size", 2048, group="api")
+    response = client.post("/v1/continue", data=b"{" + b" " * 4096 + b"}")
+    assert response.status_code == 413
+
+
+def test_large_payload_within_the_continue_limit_is_accepted(client, ironic, store):
+    node = waiting_node(client, ironic, store, {"mac": macs(IPA)})
+    payload = dict(IPA, logs="A" * (2 * 1024 * 1024))  # bigger than other routes accept
+    assert client.post("/v1/continue", json=payload).json["uuid"] == node.uuid
+
+
+def test_allowed_networks(conf, store, queue, ironic):
+    from inspector.api import app as app_factory  # noqa: PLC0415
+
+    conf.set_override("continue_allowed_networks", ["10.0.0.0/8"], group="api")
+    client = app_factory.create_app(conf, store=store, queue=queue, ironic=ironic).test_client()
+    response = client.post(
+        "/v1/continue", json=FOUR_NICS, environ_base={"REMOTE_ADDR": "192.0.2.1"}
+    )
+    assert response.status_code == 403
+    response = client.post("/v1/continue", json=FOUR_NICS, environ_base={"REMOTE_ADDR": "10.1.2.3"})
+    assert response.status_code == 404  # let in, then no node
+
+
+def test_rate_limit_per_source():
+    now = [0.0]
+    door = guard_module.Guard([], per_minute=3, clock=lambda: now[0])
+    for _ in range(3):
+        door.check("192.0.2.1")
+    with pytest.raises(Exception, match="Too many") as info:
+        door.check("192.0.2.1")
+    assert info.value.http_status == 429
+    door.check("192.0.2.2")  # another source has its own budget
+    now[0] += 20.0  # one token back every 20 s at 3 per minute
+    door.check("192.0.2.1")
+
+
+def test_rate_limit_through_the_api(conf, store, queue, ironic):
+    from inspector.api import app as app_factory  # noqa: PLC0415
+
+    conf.set_override("continue_rate_limit", 2, group="api")
+    client = app_factory.create_app(conf, store=store, queue=queue, ironic=ironic).test_client()
+    codes = [client.post("/v1/continue", json=FOUR_NICS).status_code for _ in range(3)]
+    assert codes == [404, 404, 429]
+
+
+def test_logs_never_reach_the_log(client, ironic, store, caplog):
+    waiting_node(client, ironic, store, {"mac": macs(IPA)})
+    secret = "U0VDUkVUTE9HUw=="
+    client.post("/v1/continue", json=dict(IPA, logs=secret))
+    assert secret not in caplog.text

@@ -1,0 +1,114 @@
+"""/v1/rules: create, list, get, delete, and validation of rule documents."""
+
+import uuid
+
+import pytest
+
+V = {"X-OpenStack-Ironic-Inspector-API-Version": "1.18"}
+
+RULE = {
+    "description": "big servers",
+    "conditions": [
+        {"op": "ge", "field": "memory_mb", "value": 1024},
+        {
+            "op": "in-net",
+            "field": "data://inventory.bmc_address",
+            "value": "10.0.0.0/8",
+            "multiple": "all",
+            "invert": True,
+        },
+    ],
+    "actions": [
+        {"action": "set-capability", "name": "big", "value": "yes"},
+        {"action": "add-trait", "name": "CUSTOM_BIG"},
+    ],
+}
+
+
+def test_create_get_list_delete(client):
+    created = client.post("/v1/rules", json=RULE, headers=V)
+    assert created.status_code == 201
+    rule = created.json
+    assert uuid.UUID(rule["uuid"])
+    assert rule["description"] == "big servers"
+    assert rule["conditions"][0] == {
+        "op": "ge",
+        "field": "memory_mb",
+        "value": 1024,
+        "multiple": "any",
+        "invert": False,
+    }
+    assert rule["conditions"][1]["invert"] is True
+    assert rule["actions"] == RULE["actions"]
+    assert rule["links"] == [{"rel": "self", "href": f"http://localhost/v1/rules/{rule['uuid']}"}]
+    assert client.get(f"/v1/rules/{rule['uuid']}").json == rule
+    listed = client.get("/v1/rules").json["rules"]
+    assert listed == [
+        {"uuid": rule["uuid"], "description": "big servers", "scope": None, "links": rule["links"]}
+    ]
+    assert client.delete(f"/v1/rules/{rule['uuid']}").status_code == 204
+    assert client.get(f"/v1/rules/{rule['uuid']}").status_code == 404
+    assert client.delete(f"/v1/rules/{rule['uuid']}").status_code == 404
+
+
+def test_old_versions_get_200(client):
+    response = client.post(
+        "/v1/rules", json=RULE, headers={"X-OpenStack-Ironic-Inspector-API-Version": "1.5"}
+    )
+    assert response.status_code == 200
+
+
+def test_given_uuid_and_duplicate(client):
+    rule_uuid = str(uuid.uuid4())
+    assert client.post("/v1/rules", json=dict(RULE, uuid=rule_uuid)).json["uuid"] == rule_uuid
+    duplicate = client.post("/v1/rules", json=dict(RULE, uuid=rule_uuid))
+    assert duplicate.status_code == 409
+
+
+def test_delete_all_keeps_creation_order_until_then(client):
+    uuids = [client.post("/v1/rules", json=RULE).json["uuid"] for _ in range(3)]
+    assert [r["uuid"] for r in client.get("/v1/rules").json["rules"]] == uuids
+    assert client.delete("/v1/rules").status_code == 204
+    assert client.get("/v1/rules").json == {"rules": []}
+
+
+def test_scope(client):
+    rule = client.post("/v1/rules", json=dict(RULE, scope="rack-1")).json
+    assert rule["scope"] == "rack-1"
+
+
+@pytest.mark.parametrize(
+    ("change", "fragment"),
+    [
+        ({"actions": []}, "at least one action"),
+        ({"actions": None}, "at least one action"),
+        ({"actions": [{"action": "explode"}]}, "unknown action"),
+        ({"actions": [{"action": "fail"}]}, "needs message"),
+        ({"actions": [{"action": "add-trait", "name": "X", "extra": 1}]}, "does not take"),
+        ({"conditions": [{"op": "approx", "field": "x", "value": 1}]}, "unknown op"),
+        ({"conditions": [{"op": "eq", "field": "x"}]}, "needs value"),
+        ({"conditions": [{"op": "eq", "value": 1}]}, "field"),
+        ({"conditions": [{"op": "in-net", "field": "x", "value": "not-a-net"}]}, "network"),
+        ({"conditions": [{"op": "matches", "field": "x", "value": "("}]}, "regular expression"),
+        ({"conditions": [{"op": "eq", "field": "x", "value": 1, "multiple": "some"}]}, "multiple"),
+        ({"conditions": [{"op": "eq", "field": "x", "value": 1, "invert": "yes"}]}, "invert"),
+        ({"conditions": [{"op": "eq", "field": "http://x", "value": 1}]}, "field"),
+        ({"conditions": "eq"}, "list"),
+        ({"uuid": "not-a-uuid"}, "UUID"),
+        ({"description": 5}, "string"),
+        ({"colour": "blue"}, "unknown fields"),
+    ],
+)
+def test_invalid_rules_are_400(client, change, fragment):
+    response = client.post("/v1/rules", json={**RULE, **change})
+    assert response.status_code == 400
+    assert fragment in response.json["error"]["message"]
+
+
+def test_not_an_object_is_400(client):
+    assert client.post("/v1/rules", json=[RULE]).status_code == 400
+
+
+def test_bad_rule_uuid_in_path_is_400(client):
+    assert client.get("/v1/rules/not-a-uuid").status_code == 400
+    assert client.delete("/v1/rules/not-a-uuid").status_code == 400

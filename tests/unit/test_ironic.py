@@ -1,0 +1,407 @@
+"""The Ironic client's retry policy and error mapping, on an injected fake connection."""
+
+import json
+import socket
+import threading
+from typing import Any
+
+import pytest
+import requests
+from keystoneauth1 import exceptions as ks_exceptions
+from openstack import exceptions as sdk_exceptions
+from openstack.baremetal.v1 import node as sdk_node
+from openstack.baremetal.v1 import port as sdk_port
+
+from inspector.errors import (
+    BadRequest,
+    ConfigError,
+    Conflict,
+    InspectorError,
+    NotFound,
+    ServiceUnavailable,
+)
+from inspector.ironic import API_VERSION, Ironic, IronicNode, IronicPort, bmc_addresses, connect
+
+NODE = "1be26c0b-03f2-4d2e-ae87-c02d7f33c123"
+LOCKED = "Node 1be26c0b is locked by host conductor-1, please retry after the current operation"
+
+
+class RecordingEvent(threading.Event):
+    """A shutdown event whose wait returns at once and remembers how long it was asked."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waits: list[float] = []
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waits.append(timeout)  # type: ignore[arg-type]
+        return self.is_set()
+
+
+class FakeBaremetal:
+    """openstacksdk's baremetal proxy, answering from a script of results and exceptions."""
+
+    def __init__(self, *outcomes: Any) -> None:
+        self.outcomes = list(outcomes)
+        self.requests: list[tuple[str, tuple, dict]] = []
+
+    def _answer(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        self.requests.append((name, args, kwargs))
+        outcome = self.outcomes.pop(0)
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return lambda *args, **kwargs: self._answer(name, *args, **kwargs)
+
+
+class FakeConnection:
+    def __init__(self, *outcomes: Any) -> None:
+        self.baremetal = FakeBaremetal(*outcomes)
+
+
+def response(status: int, body: dict) -> requests.Response:
+    """A requests.Response as keystoneauth hands it over."""
+    result = requests.Response()
+    result.status_code = status
+    result.headers["content-type"] = "application/json"
+    result._content = json.dumps(body).encode()
+    return result
+
+
+def ironic_error(status: int, message: str) -> requests.Response:
+    """An error as Ironic sends it: the message JSON-encoded inside error_message."""
+    return response(status, {"error_message": json.dumps({"faultstring": message})})
+
+
+def http_error(status: int, message: str = "Oops") -> sdk_exceptions.HttpException:
+    """The exception openstacksdk raises for that answer of Ironic."""
+    try:
+        sdk_exceptions.raise_from_response(ironic_error(status, message))
+    except sdk_exceptions.HttpException as exc:
+        return exc
+    raise AssertionError(f"no exception for HTTP {status}")
+
+
+def a_node(**fields: Any) -> sdk_node.Node:
+    values = {"uuid": NODE, "name": "node-1", "provision_state": "manageable"}
+    values.update(driver="fake-hardware", power_state="power off", maintenance=False)
+    return sdk_node.Node(**{**values, **fields})
+
+
+@pytest.fixture
+def conf(conf):
+    conf.set_override("max_retries", 3, group="ironic")
+    conf.set_override("retry_interval", 2.5, group="ironic")
+    return conf
+
+
+@pytest.fixture
+def shutdown() -> RecordingEvent:
+    return RecordingEvent()
+
+
+def client(conf, shutdown, *outcomes: Any) -> Ironic:
+    return Ironic(conf, shutdown=shutdown, connection=FakeConnection(*outcomes))
+
+
+# ---------------------------------------------------------------- retries
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        http_error(503, "No free conductor workers"),
+        http_error(500, "Internal Server Error"),
+        ks_exceptions.ConnectFailure("Connection refused"),
+        ks_exceptions.ConnectTimeout("timed out"),
+        ks_exceptions.DiscoveryFailure("Unable to find a version discovery document"),
+        http_error(409, LOCKED),
+    ],
+    ids=["503", "500", "refused", "timeout", "discovery", "node-locked"],
+)
+def test_retries_then_succeeds(conf, shutdown, failure):
+    ironic = client(conf, shutdown, failure, failure, a_node())
+    node = ironic.get_node(NODE)
+    assert node.uuid == NODE
+    assert node.provision_state == "manageable"
+    assert shutdown.waits == [2.5, 2.5]
+    assert ironic.calls == 3
+
+
+def test_exhausted_retries_are_service_unavailable(conf, shutdown):
+    failures = [http_error(503, "No free conductor workers")] * 4
+    ironic = client(conf, shutdown, *failures)
+    with pytest.raises(ServiceUnavailable, match="Ironic") as caught:
+        ironic.set_power_state(NODE, "power on")
+    assert caught.value.retryable
+    assert "4 attempts" in caught.value.message
+    assert shutdown.waits == [2.5, 2.5, 2.5]
+    assert ironic.calls == 4
+
+
+def test_no_retries_when_max_retries_is_zero(conf, shutdown):
+    conf.set_override("max_retries", 0, group="ironic")
+    ironic = client(conf, shutdown, ks_exceptions.ConnectFailure("refused"))
+    with pytest.raises(ServiceUnavailable):
+        ironic.get_node(NODE)
+    assert shutdown.waits == []
+    assert ironic.calls == 1
+
+
+def test_shutdown_stops_retrying_at_once(conf, shutdown):
+    shutdown.set()
+    ironic = client(conf, shutdown, ks_exceptions.ConnectFailure("refused"), a_node())
+    with pytest.raises(ServiceUnavailable, match="shutdown"):
+        ironic.get_node(NODE)
+    assert ironic.calls == 1
+    assert shutdown.waits == [2.5]
+
+
+def test_shutdown_during_the_wait_stops_retrying(conf):
+    class SetWhileWaiting(RecordingEvent):
+        def wait(self, timeout=None):
+            self.set()
+            return super().wait(timeout)
+
+    shutdown = SetWhileWaiting()
+    ironic = client(conf, shutdown, http_error(503), http_error(503), a_node())
+    with pytest.raises(ServiceUnavailable, match="shutdown"):
+        ironic.get_node(NODE)
+    assert ironic.calls == 1
+
+
+# ---------------------------------------------------------------- mapping
+
+
+def test_not_found(conf, shutdown):
+    ironic = client(conf, shutdown, http_error(404, "Node nope could not be found."))
+    with pytest.raises(NotFound, match="Node nope could not be found") as caught:
+        ironic.get_node("nope")
+    assert caught.value.http_status == 404
+    assert shutdown.waits == []
+
+
+def test_missing_port_is_not_found(conf, shutdown):
+    ironic = client(conf, shutdown, sdk_exceptions.NotFoundException("No Port found for p"))
+    with pytest.raises(NotFound):
+        ironic.delete_port("p")
+    name, args, kwargs = ironic._connection.baremetal.requests[0]
+    assert (name, args, kwargs) == ("delete_port", ("p",), {"ignore_missing": False})
+
+
+def test_refused_request_carries_ironics_message(conf, shutdown):
+    ironic = client(conf, shutdown, http_error(400, "Cannot patch /nonexist."))
+    with pytest.raises(BadRequest, match="Cannot patch /nonexist") as caught:
+        ironic.patch_node(NODE, [{"op": "add", "path": "/nonexist", "value": 1}])
+    assert caught.value.http_status == 400
+    assert not caught.value.retryable
+    assert shutdown.waits == []
+
+
+def test_other_conflicts_are_not_retried(conf, shutdown):
+    taken = http_error(409, "A port with MAC address 52:54:00:00:00:01 already exists.")
+    ironic = client(conf, shutdown, taken)
+    with pytest.raises(Conflict, match="already exists"):
+        ironic.create_port(NODE, "52:54:00:00:00:01")
+    assert shutdown.waits == []
+
+
+def test_refused_credentials_are_ours(conf, shutdown):
+    ironic = client(conf, shutdown, ks_exceptions.Unauthorized("The request requires auth"))
+    with pytest.raises(InspectorError, match="credentials") as caught:
+        ironic.get_node(NODE)
+    assert type(caught.value) is InspectorError
+    assert caught.value.http_status == 500
+
+
+def test_no_library_exception_leaves(conf, shutdown):
+    ironic = client(conf, shutdown, sdk_exceptions.SDKException("something odd"))
+    with pytest.raises(InspectorError, match="something odd"):
+        ironic.get_node(NODE)
+
+
+# ---------------------------------------------------------------- calls and results
+
+
+def test_results_are_our_values(conf, shutdown):
+    port = sdk_port.Port(uuid="p1", node_uuid=NODE, address="52:54:00:00:00:01", extra=None)
+    ironic = client(conf, shutdown, a_node(extra={"a": 1}), port, port, None, None, None)
+    node = ironic.patch_node(NODE, [{"op": "add", "path": "/extra/a", "value": 1}])
+    assert node == IronicNode(
+        uuid=NODE,
+        name="node-1",
+        provision_state="manageable",
+        power_state="power off",
+        driver="fake-hardware",
+        driver_info={},
+        properties={},
+        extra={"a": 1},
+        maintenance=False,
+        inspect_interface=None,
+    )
+    assert ironic.create_port(NODE, "52:54:00:00:00:01", extra={"b": 2}) == IronicPort(
+        uuid="p1",
+        node_uuid=NODE,
+        address="52:54:00:00:00:01",
+        pxe_enabled=True,
+        extra={},
+        local_link_connection={},
+        physical_network=None,
+    )
+    assert ironic.update_port("p1", []).uuid == "p1"
+    ironic.set_boot_device(NODE)
+    ironic.set_power_state(NODE, "rebooting")
+    ironic.delete_port("p1")
+    requests_made = [(name, args) for name, args, _ in ironic._connection.baremetal.requests]
+    assert requests_made == [
+        ("patch_node", (NODE, [{"op": "add", "path": "/extra/a", "value": 1}])),
+        ("create_port", ()),
+        ("patch_port", ("p1", [])),
+        ("set_node_boot_device", (NODE, "pxe")),
+        ("set_node_power_state", (NODE, "rebooting")),
+        ("delete_port", ("p1",)),
+    ]
+    create_port_kwargs = ironic._connection.baremetal.requests[1][2]
+    assert create_port_kwargs == {
+        "node_uuid": NODE,
+        "address": "52:54:00:00:00:01",
+        "pxe_enabled": True,
+        "extra": {"b": 2},
+    }
+    assert ironic._connection.baremetal.requests[4][2] == {"wait": False}
+    assert ironic.calls == 6
+
+
+def page(kind: str, uuids: list[str], more: bool) -> requests.Response:
+    body: dict[str, Any] = {kind: [{"uuid": u, "driver": "fake-hardware"} for u in uuids]}
+    if more:
+        body["next"] = f"http://ironic/v1/{kind}?limit=2&marker={uuids[-1]}"
+    return response(200, body)
+
+
+def test_iter_nodes_pages_follow_next_and_retry_each_page(conf, shutdown):
+    ironic = client(
+        conf,
+        shutdown,
+        page("nodes", ["a", "b"], more=True),
+        ks_exceptions.ConnectFailure("refused"),
+        page("nodes", ["c", "d"], more=True),
+        page("nodes", ["e"], more=False),
+    )
+    assert [n.uuid for n in ironic.iter_nodes(page_size=2)] == ["a", "b", "c", "d", "e"]
+    gets = ironic._connection.baremetal.requests
+    assert [args for _, args, _ in gets] == [("/nodes/detail",)] * 4
+    assert [kwargs["params"] for _, _, kwargs in gets] == [
+        {"limit": 2},
+        {"limit": 2, "marker": "b"},
+        {"limit": 2, "marker": "b"},
+        {"limit": 2, "marker": "d"},
+    ]
+    assert all(kwargs["microversion"] == API_VERSION for _, _, kwargs in gets)
+    assert ironic.calls == 4
+
+
+def test_iter_nodes_with_fields_asks_for_the_uuid_too(conf, shutdown):
+    ironic = client(conf, shutdown, page("nodes", ["a"], more=False))
+    assert [n.uuid for n in ironic.iter_nodes(fields=["name", "driver_info"])] == ["a"]
+    _, args, kwargs = ironic._connection.baremetal.requests[0]
+    assert args == ("/nodes",)
+    assert kwargs["params"] == {"fields": "uuid,name,driver_info", "limit": 1000}
+
+
+def test_list_ports_is_one_request_for_a_short_list(conf, shutdown):
+    body = {"ports": [{"uuid": "p1", "node_uuid": NODE, "address": "52:54:00:00:00:01"}]}
+    ironic = client(conf, shutdown, response(200, body))
+    assert [p.address for p in ironic.list_ports(NODE)] == ["52:54:00:00:00:01"]
+    _, args, kwargs = ironic._connection.baremetal.requests[0]
+    assert args == ("/ports/detail",)
+    assert kwargs["params"] == {"node_uuid": NODE, "limit": 1000}
+    assert ironic.calls == 1
+
+
+def test_listing_errors_are_mapped_from_ironics_answer(conf, shutdown):
+    ironic = client(
+        conf,
+        shutdown,
+        ironic_error(503, "No free conductor workers"),
+        ironic_error(400, "Invalid limit"),
+    )
+    with pytest.raises(BadRequest, match="Invalid limit"):
+        list(ironic.iter_ports(page_size=5))
+    assert shutdown.waits == [2.5]
+
+
+def test_page_size_must_be_positive(conf, shutdown):
+    with pytest.raises(ValueError, match="page_size"):
+        list(client(conf, shutdown).iter_ports(page_size=0))
+
+
+# ---------------------------------------------------------------- connection
+
+
+def test_connection_needs_auth_or_an_endpoint(conf):
+    with pytest.raises(ConfigError, match="auth_type"):
+        connect(conf)
+
+
+def test_connection_to_a_standalone_ironic(conf):
+    conf.set_override("auth_type", "none", group="ironic")
+    conf.set_override("endpoint_override", "http://127.0.0.1:1", group="ironic")
+    connection = connect(conf)
+    assert connection.session.timeout == 30.0
+    assert connection.config.get_api_version("baremetal") == API_VERSION
+
+
+# ---------------------------------------------------------------- bmc_addresses
+
+
+def no_resolver(*args):
+    raise AssertionError(f"no lookup expected: {args}")
+
+
+@pytest.mark.parametrize(
+    ("driver_info", "expected"),
+    [
+        ({"ipmi_address": "192.0.2.10", "ipmi_username": "admin"}, ["192.0.2.10"]),
+        ({"ipmi_address": "[2001:db8::10]"}, ["2001:db8::10"]),
+        ({"ipmi_address": "2001:db8::10"}, ["2001:db8::10"]),
+        ({"redfish_address": "https://192.0.2.11:8000/redfish/v1"}, ["192.0.2.11"]),
+        ({"redfish_address": "https://[2001:db8::11]:8443"}, ["2001:db8::11"]),
+        ({"redfish_address": "192.0.2.12:8000"}, ["192.0.2.12"]),
+        ({"drac_address": "192.0.2.13", "ilo_address": "192.0.2.14"}, ["192.0.2.13", "192.0.2.14"]),
+        ({"irmc_address": "192.0.2.15", "ipmi_address": "192.0.2.15"}, ["192.0.2.15"]),
+        ({"drac_host": "192.0.2.16"}, ["192.0.2.16"]),
+        ({"ipmi_address": "127.0.0.1"}, []),
+        ({"ipmi_address": "[::1]:623"}, []),
+        ({"ipmi_address": ""}, []),
+        ({"ipmi_address": None, "ipmi_port": 623}, []),
+        ({"ipmi_address": "192.0.2.17", "ipmi_bridging": "single"}, []),
+        ({"ipmi_address": "192.0.2.18", "ipmi_target_address": "0x20"}, ["192.0.2.18"]),
+        ({}, []),
+    ],
+)
+def test_bmc_addresses(driver_info, expected):
+    assert bmc_addresses(driver_info, resolve=no_resolver) == expected
+
+
+def test_bmc_host_names_are_resolved():
+    answers = {
+        "bmc-1.example.com": [
+            (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("192.0.2.20", 0)),
+            (socket.AF_INET6, socket.SOCK_STREAM, 6, "", ("2001:db8::20", 0, 0, 0)),
+        ],
+    }
+
+    def resolve(host, *args):
+        try:
+            return answers[host]
+        except KeyError:
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known") from None
+
+    info = {"ipmi_address": "bmc-1.example.com", "redfish_address": "https://gone.example.com"}
+    assert bmc_addresses(info, resolve=resolve) == ["192.0.2.20", "2001:db8::20"]
+    assert bmc_addresses({"ilo_address": "gone.example.com"}, resolve=resolve) == []

@@ -1,0 +1,77 @@
+"""The transition tasks against the in-repo fake Ironic and a real (SQLite) store."""
+
+import datetime
+
+import pytest
+
+from inspector.broker.message import Request
+from inspector.machine import Event, Machine, State
+from inspector.store import NodeRecord
+from inspector.worker.tasks import Tasks
+from tests.fakes.ironic import FakeIronic
+
+
+@pytest.fixture
+def ironic():
+    return FakeIronic()
+
+
+def record(uuid, manage_boot=True):
+    now = datetime.datetime(2026, 11, 22)
+    return NodeRecord(uuid, "starting", 1, now, None, None, manage_boot, now)
+
+
+def started(store, uuid, manage_boot=True):
+    store.create_node(uuid, "starting", manage_boot=manage_boot)
+    return record(uuid, manage_boot)
+
+
+def run(tasks, node, event=Event.INSPECT, source=None):
+    transition = Machine().advance(source, event)
+    return tasks.run(node, Request(node_uuid=node.uuid, event=event), transition)
+
+
+def test_start_records_lookup_attributes_and_boots(store, ironic):
+    node = ironic.add_node(driver_info={"ipmi_address": "192.0.2.7"}, power_state="power off")
+    ironic.add_port(node.uuid, "52:54:00:aa:bb:01")
+    ironic.add_port(node.uuid, "52:54:00:aa:bb:02")
+    follow_ups = run(Tasks(store, ironic), started(store, node.uuid))
+    assert follow_ups == [Event.WAIT]
+    assert store.attributes(node.uuid) == {
+        "bmc_address": ["192.0.2.7"],
+        "mac": ["52:54:00:aa:bb:01", "52:54:00:aa:bb:02"],
+    }
+    assert ironic.boot_devices[node.uuid] == ("pxe", False)
+    assert [c.args for c in ironic.calls_to("set_power_state")] == [(node.uuid, "power on")]
+
+
+def test_start_reboots_a_powered_node(store, ironic):
+    node = ironic.add_node(power_state="power on")
+    run(Tasks(store, ironic), started(store, node.uuid))
+    assert [c.args[1] for c in ironic.calls_to("set_power_state")] == ["rebooting"]
+
+
+def test_unmanaged_boot_only_records_attributes(store, ironic):
+    node = ironic.add_node()
+    ironic.add_port(node.uuid, "52:54:00:aa:bb:03")
+    run(Tasks(store, ironic), started(store, node.uuid, manage_boot=False))
+    assert store.attributes(node.uuid) == {"mac": ["52:54:00:aa:bb:03"]}
+    assert ironic.calls_to("set_power_state") == []
+    assert ironic.calls_to("set_boot_device") == []
+
+
+def test_start_is_idempotent(store, ironic):
+    node = ironic.add_node()
+    ironic.add_port(node.uuid, "52:54:00:aa:bb:04")
+    tasks = Tasks(store, ironic)
+    recorded = started(store, node.uuid)
+    run(tasks, recorded)
+    run(tasks, recorded)
+    assert store.attributes(node.uuid) == {"mac": ["52:54:00:aa:bb:04"]}
+
+
+def test_follow_ups_of_each_target(store, ironic):
+    tasks = Tasks()
+    assert run(tasks, record("n"), Event.CONTINUE, State.WAITING) == [Event.FINISH]
+    assert run(tasks, record("n"), Event.FINISH, State.PROCESSING) == []
+    assert run(tasks, record("n"), Event.ABORT, State.WAITING) == []
