@@ -99,7 +99,7 @@ def running_pool(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> Iterator[Pool]:
         coordinator = open_coordinator(conf, lifecycle)
         stack.callback(coordinator.stop)
         ironic = open_ironic(conf, lifecycle)
-        handler = Handler(db, coordinator, queue, Tasks(db, ironic), faults=Faults.from_env())
+        handler = Handler(db, coordinator, queue, Tasks(db, ironic, conf), faults=Faults.from_env())
         pool = Pool(
             queue,
             handler,

@@ -8,6 +8,7 @@ import logging
 from typing import Any
 
 from inspector.broker.message import Request
+from inspector.errors import InspectorError
 from inspector.ironic import bmc_addresses
 from inspector.machine import Event, State, Transition
 from inspector.processing import lookup
@@ -23,6 +24,11 @@ FOLLOW_UPS: dict[State, tuple[Event, ...]] = {
     State.ENROLLING: (Event.CONTINUE,),
 }
 
+
+class ProcessingError(InspectorError):
+    """The ramdisk data cannot be processed: the node goes to error with this message."""
+
+
 #: The error message of an `error` event whose request carries none.
 DEFAULT_ERROR = "Introspection failed"
 
@@ -31,9 +37,10 @@ class Tasks:
     """Runs the task of a transition: the Ironic work of starting an introspection, and
     the processing of ramdisk data. Tests subclass it to record or fail."""
 
-    def __init__(self, store: Store | None = None, ironic: Any = None) -> None:
+    def __init__(self, store: Store | None = None, ironic: Any = None, conf: Any = None) -> None:
         self.store = store
         self.ironic = ironic
+        self.conf = conf
 
     def has_work(self, target: State) -> bool:
         """Whether entering target runs a task or enqueues a follow-up."""
@@ -73,8 +80,20 @@ class Tasks:
         self.ironic.set_power_state(node.uuid, target)
 
     def process(self, node: NodeRecord, request: Request) -> None:
-        """Process the stored ramdisk data (hooks, rules, Ironic update, power off)."""
-        LOG.debug("[node %s req %s] process task", node.uuid, request.request_id)
+        """Process the stored ramdisk data: store the result when [processing] store_data
+        says so, and power the node off when boot is managed and power_off is set."""
+        if self.store is None:
+            return
+        data = self.store.get_data(node.uuid, processed=False)
+        if data is None:
+            raise ProcessingError(f"no ramdisk data stored for node {node.uuid}")
+        if self.conf is not None and self.conf.processing.store_data == "database":
+            self.store.store_data(node.uuid, data, processed=True)
+        if self.ironic is not None and node.manage_boot and self._power_off():
+            self.ironic.set_power_state(node.uuid, "power off")
+
+    def _power_off(self) -> bool:
+        return self.conf is None or self.conf.processing.power_off
 
     def error_reason(self, request: Request) -> str:
         """The message an `error` request puts on the node."""

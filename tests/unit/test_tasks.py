@@ -75,3 +75,32 @@ def test_follow_ups_of_each_target(store, ironic):
     assert run(tasks, record("n"), Event.CONTINUE, State.WAITING) == [Event.FINISH]
     assert run(tasks, record("n"), Event.FINISH, State.PROCESSING) == []
     assert run(tasks, record("n"), Event.ABORT, State.WAITING) == []
+
+
+def test_process_stores_processed_data_and_powers_off(store, ironic, conf):
+    conf.set_override("store_data", "database", group="processing")
+    node = ironic.add_node(power_state="power on")
+    recorded = started(store, node.uuid)
+    store.store_data(node.uuid, {"inventory": {"memory": {"physical_mb": 2048}}}, processed=False)
+    follow_ups = run(Tasks(store, ironic, conf), recorded, Event.CONTINUE, State.WAITING)
+    assert follow_ups == [Event.FINISH]
+    assert store.get_data(node.uuid, processed=True) == {
+        "inventory": {"memory": {"physical_mb": 2048}}
+    }
+    assert [c.args[1] for c in ironic.calls_to("set_power_state")] == ["power off"]
+
+
+def test_process_keeps_power_and_data_when_told(store, ironic, conf):
+    conf.set_override("power_off", False, group="processing")
+    node = ironic.add_node(power_state="power on")
+    recorded = started(store, node.uuid)
+    store.store_data(node.uuid, {"inventory": {}}, processed=False)
+    run(Tasks(store, ironic, conf), recorded, Event.CONTINUE, State.WAITING)
+    assert store.get_data(node.uuid, processed=True) is None
+    assert ironic.calls_to("set_power_state") == []
+
+
+def test_process_without_data_fails(store, ironic, conf):
+    node = ironic.add_node()
+    with pytest.raises(Exception, match="no ramdisk data"):
+        run(Tasks(store, ironic, conf), started(store, node.uuid), Event.CONTINUE, State.WAITING)
