@@ -258,9 +258,10 @@ def markdown(results):
     return "\n".join(lines) + "\n"
 
 
-def update_doc(section):
+def update_doc(section, name="bench/worker.py"):
+    """Replace (or append) the section between the markers named after the benchmark."""
     doc = ROOT / "docs" / "performance.md"
-    begin, end = "<!-- bench/worker.py begin -->", "<!-- bench/worker.py end -->"
+    begin, end = f"<!-- {name} begin -->", f"<!-- {name} end -->"
     text_ = doc.read_text() if doc.exists() else "# Performance\n"
     block = f"{begin}\n{section}{end}"
     if begin in text_:

@@ -61,7 +61,12 @@ def create_engine(url: str) -> Engine:
             event.listen(engine, "connect", _configure_sqlite)
             return engine
         return sqlalchemy.create_engine(
-            parsed, pool_pre_ping=True, connect_args=_connect_args(parsed)
+            # No pre-ping: it doubles the round trips of every read. A connection the
+            # server dropped fails once; the pool is then invalidated and the Store
+            # retries that read on a fresh connection.
+            parsed,
+            pool_recycle=3600,
+            connect_args=_connect_args(parsed),
         )
     except (exc.ArgumentError, ImportError) as error:
         raise errors.ConfigError(f"unusable database URL {describe(url)}: {error}") from error

@@ -8,10 +8,13 @@ import json
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import Connection, and_, delete, func, insert, or_, select, update
 from sqlalchemy.orm import Session
 
 from inspector.store.models import Attribute, IntrospectionData
+
+ATTRIBUTES = Attribute.__table__
+DATA = IntrospectionData.__table__
 
 
 def set_attributes(session: Session, node_uuid: str, attributes: dict[str, list[str]]) -> None:
@@ -24,21 +27,21 @@ def set_attributes(session: Session, node_uuid: str, attributes: dict[str, list[
     session.flush()
 
 
-def matches(session: Session, attributes: dict[str, list[str]]) -> dict[str, int]:
-    """node uuid -> how many of `attributes` point at it."""
-    counts: dict[str, int] = {}
-    for name, values in attributes.items():
-        wanted = sorted({v.lower() for v in values if v})
-        if not wanted:
-            continue
-        statement = (
-            select(Attribute.node_uuid, func.count())
-            .where(Attribute.name == name, Attribute.value.in_(wanted))
-            .group_by(Attribute.node_uuid)
-        )
-        for node_uuid, count in session.execute(statement):
-            counts[node_uuid] = counts.get(node_uuid, 0) + count
-    return counts
+def matches(connection: Connection, attributes: dict[str, list[str]]) -> dict[str, int]:
+    """node uuid -> how many of `attributes` point at it (one query)."""
+    clauses = [
+        and_(ATTRIBUTES.c.name == name, ATTRIBUTES.c.value.in_(sorted({v.lower() for v in values})))
+        for name, values in attributes.items()
+        if any(values)
+    ]
+    if not clauses:
+        return {}
+    statement = (
+        select(ATTRIBUTES.c.node_uuid, func.count())
+        .where(or_(*clauses))
+        .group_by(ATTRIBUTES.c.node_uuid)
+    )
+    return {node_uuid: count for node_uuid, count in connection.execute(statement)}
 
 
 def attributes_of(session: Session, node_uuid: str) -> dict[str, list[str]]:
@@ -54,17 +57,16 @@ def attributes_of(session: Session, node_uuid: str) -> dict[str, list[str]]:
 
 
 def store_data(
-    session: Session, node_uuid: str, data: dict[str, Any], *, processed: bool, now: datetime
+    connection: Connection, node_uuid: str, data: dict[str, Any], *, processed: bool, now: datetime
 ) -> None:
-    row = session.get(IntrospectionData, (node_uuid, processed))
+    """Insert or replace the node's raw (processed=False) or processed data."""
     text = json.dumps(data, sort_keys=True)
-    if row is None:
-        session.add(
-            IntrospectionData(node_uuid=node_uuid, processed=processed, data=text, stored_at=now)
-        )
-    else:
-        row.data, row.stored_at = text, now
-    session.flush()
+    key = (DATA.c.node_uuid == node_uuid) & (DATA.c.processed == processed)
+    if connection.execute(update(DATA).where(key).values(data=text, stored_at=now)).rowcount:
+        return
+    connection.execute(
+        insert(DATA).values(node_uuid=node_uuid, processed=processed, data=text, stored_at=now)
+    )
 
 
 def get_data(session: Session, node_uuid: str, *, processed: bool) -> dict[str, Any] | None:

@@ -9,8 +9,10 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
+from inspector import errors
 from inspector.store import engine as engines
 from inspector.store import listing, lookup, nodes, requests, rules, transitions
 from inspector.store.nodes import UNSET, NodeRecord, Unset
@@ -50,6 +52,19 @@ class Store:
         with engines.translate_errors(self.engine), self._sessions.begin() as session:
             yield session
 
+    def _read(self, query, *args):
+        """Run a read outside a transaction; once more when the server had dropped the
+        pooled connection (a database restart), so that no caller sees that."""
+        with engines.translate_errors(self.engine):
+            for attempt in (1, 2):
+                try:
+                    with self._autocommit.connect() as connection:
+                        return query(connection, *args)
+                except DBAPIError as error:
+                    if attempt == 2 or not error.connection_invalidated:
+                        raise
+        raise AssertionError("unreachable")
+
     def close(self) -> None:
         """Close the pooled connections; the store can still open new ones."""
         self.engine.dispose()
@@ -76,9 +91,12 @@ class Store:
             )
 
     def get_node(self, uuid: str) -> NodeRecord:
-        """The node's current row; NotFound when there is none."""
-        with self.session() as session:
-            return nodes.get(session, uuid)
+        """The node's current row; NotFound when there is none. One statement, no
+        transaction around it: status reads are the API's hottest path."""
+        node = self._read(transitions.read_node, uuid)
+        if node is None:
+            raise errors.NotFound(f"node {uuid} not found")
+        return node
 
     def set_state(
         self,
@@ -137,8 +155,7 @@ class Store:
         """The node (None when absent) and the request's row (None when new). Read
         without a transaction: the caller holds the node lock, and writes swap on the
         version anyway."""
-        with engines.translate_errors(self.engine), self._autocommit.connect() as connection:
-            return transitions.load(connection, node_uuid, request_id)
+        return self._read(transitions.load, node_uuid, request_id)
 
     def find_request(self, request_id: str) -> RequestRecord | None:
         with self.session() as session:
@@ -176,12 +193,11 @@ class Store:
 
     def lookup(self, attributes: dict[str, list[str]]) -> dict[str, int]:
         """node uuid -> number of matching attributes, for the nodes any of them names."""
-        with self.session() as session:
-            return lookup.matches(session, attributes)
+        return self._read(lookup.matches, attributes)
 
     def store_data(self, node_uuid: str, data: dict, *, processed: bool) -> None:
-        with self.session() as session:
-            lookup.store_data(session, node_uuid, data, processed=processed, now=self.clock())
+        with engines.translate_errors(self.engine), self.engine.begin() as connection:
+            lookup.store_data(connection, node_uuid, data, processed=processed, now=self.clock())
 
     def get_data(self, node_uuid: str, *, processed: bool) -> dict | None:
         with self.session() as session:

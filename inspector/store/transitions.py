@@ -72,15 +72,17 @@ def change_for(
     return change
 
 
+def read_node(connection: Connection, node_uuid: str) -> NodeRecord | None:
+    row = connection.execute(select(NODES).where(NODES.c.uuid == node_uuid)).first()
+    return None if row is None else NodeRecord(**row._asdict())
+
+
 def load(
     connection: Connection, node_uuid: str, request_id: str
 ) -> tuple[NodeRecord | None, RequestRecord | None]:
-    node = connection.execute(select(NODES).where(NODES.c.uuid == node_uuid)).first()
+    node = read_node(connection, node_uuid)
     seen = connection.execute(select(REQUESTS).where(REQUESTS.c.request_id == request_id)).first()
-    return (
-        None if node is None else NodeRecord(**node._asdict()),
-        None if seen is None else RequestRecord(**seen._asdict()),
-    )
+    return node, None if seen is None else RequestRecord(**seen._asdict())
 
 
 def _optional(change: Change) -> dict:

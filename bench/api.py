@@ -1,0 +1,236 @@
+"""API throughput and latency under gunicorn, against a trivial Flask endpoint as ceiling.
+
+    scripts/services start postgresql rabbitmq redis; eval "$(scripts/services env)"
+    .venv/bin/python bench/api.py [--seconds 10] [--connections 50]
+
+In one run, with wrk (installed with apt when missing) and 50 connections: a trivial
+Flask JSON endpoint under the same gunicorn settings (the ceiling), GET
+/v1/introspection/{uuid}, and POST /v1/continue with a real ironic-python-agent payload
+(PostgreSQL store, RabbitMQ queue). Targets (issue 4): status reads at least 50% of the
+ceiling's rate; /v1/continue p99 under 50 ms. Results: bench/results/api.json and
+docs/performance.md.
+"""
+
+import argparse
+import contextlib
+import json
+import os
+import pathlib
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import uuid
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.worker import env, fresh_database, tooz_url, update_doc  # noqa: E402
+from inspector.store import Change, Store  # noqa: E402
+
+PAYLOAD = ROOT.parent / "shared" / "fixtures" / "ipa" / "ipa-thismachine.json"
+GUNICORN = [str(ROOT / ".venv" / "bin" / "gunicorn"), "--worker-class", "gthread"]
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def ensure_wrk():
+    if shutil.which("wrk"):
+        return
+    subprocess.run(["apt-get", "install", "-y", "-q", "wrk"], check=False)
+    if not shutil.which("wrk"):
+        subprocess.run(["apt-get", "update", "-qq"], check=True)
+        subprocess.run(["apt-get", "install", "-y", "-q", "wrk"], check=True)
+
+
+@contextlib.contextmanager
+def gunicorn(app, port, workers, threads, environ=None):
+    command = [*GUNICORN, "--workers", str(workers), "--threads", str(threads)]
+    command += ["--bind", f"127.0.0.1:{port}", "--log-level", "warning", app]
+    process = subprocess.Popen(
+        command, cwd=ROOT, env={**os.environ, **(environ or {})}, stderr=subprocess.DEVNULL
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=1).read()
+                break
+            except OSError:
+                if time.monotonic() > deadline or process.poll() is not None:
+                    raise SystemExit(f"gunicorn {app} did not start") from None
+                time.sleep(0.1)  # polling with a deadline
+        yield
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+_LATENCY = re.compile(r"^\s+(50|75|90|99)%\s+([\d.]+)(us|ms|s)\s*$", re.M)
+_RATE = re.compile(r"Requests/sec:\s+([\d.]+)")
+_UNIT = {"us": 0.001, "ms": 1.0, "s": 1000.0}
+
+
+def wrk(url, seconds, connections, script=None):
+    command = ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--latency", url]
+    if script:
+        command[1:1] = ["-s", script]
+    out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    non_2xx = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
+    latency = {f"p{p}_ms": float(v) * _UNIT[u] for p, v, u in _LATENCY.findall(out)}
+    return {
+        "requests_per_second": float(_RATE.search(out).group(1)),
+        "non_2xx": int(non_2xx.group(1)) if non_2xx else 0,
+        **latency,
+    }
+
+
+def seed(database_url, count):
+    """Nodes waiting for their ramdisk, each found by its own MAC."""
+    store = Store.from_url(database_url)
+    nodes = []
+    for index in range(count):
+        node_uuid = str(uuid.uuid4())
+        mac = f"02:00:00:00:{index // 256:02x}:{index % 256:02x}"
+        store.apply(
+            Change(node_uuid, None, uuid.uuid4().hex, "inspect", None, "starting", status="done")
+        )
+        node = store.get_node(node_uuid)
+        store.apply(
+            Change(
+                node_uuid,
+                node.version,
+                uuid.uuid4().hex,
+                "wait",
+                "starting",
+                "waiting",
+                status="done",
+            ),
+            node,
+        )
+        store.set_attributes(node_uuid, {"mac": [mac]})
+        nodes.append((node_uuid, mac))
+    store.close()
+    return nodes
+
+
+def continue_script(directory, nodes):
+    """A wrk Lua script posting the IPA payload, each request for the next node's MAC."""
+    template = json.loads(PAYLOAD.read_text())
+    bodies = []
+    for _, mac in nodes:
+        for interface in template["inventory"]["interfaces"]:
+            interface["mac_address"] = mac
+        bodies.append(json.dumps(json.dumps(template)))
+    path = pathlib.Path(directory) / "continue.lua"
+    path.write_text(
+        "wrk.method = 'POST'\nwrk.headers['Content-Type'] = 'application/json'\n"
+        f"local bodies = {{{', '.join(bodies)}}}\nlocal i = 0\n"
+        "request = function()\n  i = i % #bodies + 1\n"
+        "  return wrk.format(nil, '/v1/continue', nil, bodies[i])\nend\n"
+    )
+    return str(path)
+
+
+def run(args):
+    ensure_wrk()
+    admin = env("INSPECTOR_TEST_POSTGRESQL_URL")
+    rabbitmq = env("INSPECTOR_TEST_RABBITMQ_URL")
+    redis = env("INSPECTOR_TEST_REDIS_URL")
+    results = {
+        "connections": args.connections,
+        "seconds": args.seconds,
+        "workers": args.workers,
+        "threads": args.threads,
+    }
+    with fresh_database(admin) as database_url, tempfile.TemporaryDirectory() as tmp:
+        nodes = seed(database_url, 100)
+        config = pathlib.Path(tmp) / "inspector.conf"
+        config.write_text(
+            f"[DEFAULT]\nauth_strategy = noauth\nstate_path = {tmp}\n"
+            f"[database]\nconnection = {database_url}\n"
+            f"[queue]\ntransport_url = {rabbitmq}\nqueue_name = bench-{uuid.uuid4().hex[:8]}\n"
+            f"[coordination]\nbackend_url = {tooz_url(redis)}\n"
+            "[api]\ncontinue_rate_limit = 0\n"
+        )
+        port = free_port()
+        with gunicorn("bench.ceiling:application", port, args.workers, args.threads):
+            results["ceiling"] = wrk(
+                f"http://127.0.0.1:{port}/ping", args.seconds, args.connections
+            )
+        port = free_port()
+        environ = {"INSPECTOR_CONFIG_FILES": str(config)}
+        with gunicorn("inspector.api.wsgi:application", port, args.workers, args.threads, environ):
+            base = f"http://127.0.0.1:{port}"
+            results["status"] = wrk(
+                f"{base}/v1/introspection/{nodes[0][0]}", args.seconds, args.connections
+            )
+            results["continue"] = wrk(
+                base, args.seconds, args.connections, continue_script(tmp, nodes)
+            )
+    results["status_over_ceiling"] = (
+        results["status"]["requests_per_second"] / results["ceiling"]["requests_per_second"]
+    )
+    return results
+
+
+def markdown(results):
+    rows = [
+        ("trivial Flask JSON (ceiling)", results["ceiling"]),
+        ("GET /v1/introspection/{uuid}", results["status"]),
+        ("POST /v1/continue (IPA payload)", results["continue"]),
+    ]
+    lines = [
+        "## API (`bench/api.py`)",
+        "",
+        f"gunicorn gthread, {results['workers']} workers x {results['threads']} threads; wrk, "
+        f"{results['connections']} connections, {results['seconds']} s each; PostgreSQL "
+        "store, RabbitMQ queue, all on the same 2-core machine.",
+        "",
+        "| endpoint | requests/s | p50 ms | p99 ms | non-2xx |",
+        "|---|---|---|---|---|",
+    ]
+    for name, r in rows:
+        lines.append(
+            f"| {name} | {r['requests_per_second']:.0f} | {r.get('p50_ms', 0):.1f} "
+            f"| {r.get('p99_ms', 0):.1f} | {r['non_2xx']} |"
+        )
+    lines += [
+        "",
+        f"Status reads reach {results['status_over_ceiling']:.0%} of the ceiling "
+        "(target: at least 50%); /v1/continue p99 is "
+        f"{results['continue'].get('p99_ms', 0):.1f} ms (target: under 50 ms; "
+        "ironic-inspector 12.5.0 answers it in 1.3 s p50 and 3.7 s p95 at 4 connections).",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=int, default=10)
+    parser.add_argument("--connections", type=int, default=50)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=8)
+    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "api.json"))
+    parser.add_argument("--no-doc", action="store_true")
+    args = parser.parse_args()
+    results = run(args)
+    out = pathlib.Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    section = markdown(results)
+    if not args.no_doc:
+        update_doc(section, "bench/api.py")
+    print(section)
+
+
+if __name__ == "__main__":
+    main()
