@@ -3,7 +3,7 @@
 import flask
 
 from inspector import errors
-from inspector.api import intents, params, status, versions
+from inspector.api import intents, params, schemas, status, versions
 from inspector.api.context import services
 from inspector.machine import Event
 
@@ -49,7 +49,8 @@ def start(node_id: str):
     authorize("introspection:start")
     params.only("manage_boot")
     manage_boot = params.boolean("manage_boot", default=True)
-    params.json_object(required=False)  # Ironic 2025.2 sends {"uuid": ...}; nothing else
+    # Ironic 2025.2 sends {"uuid": ...}; nothing else is read from it.
+    schemas.validate(params.json_object(required=False) or {}, schemas.START, "request")
     svc = services()
     ironic_node = svc.ironic.get_node(params.node_ident(node_id))
     _check_provision_state(ironic_node)
@@ -118,6 +119,7 @@ def reapply(node_id: str):
     body = params.json_object(required=False)
     if body is not None:
         versions.require((1, 15), "reapply with a body")
+        schemas.validate(body, schemas.REAPPLY, "introspection data")
     node_uuid = resolve(node_id)
     node = stored(node_uuid)
     intents.check(svc, node_uuid, node, Event.REAPPLY)

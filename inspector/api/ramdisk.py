@@ -9,7 +9,7 @@ import logging
 import flask
 
 from inspector import errors
-from inspector.api import auth, intents, params
+from inspector.api import auth, intents, params, schemas
 from inspector.api.context import services
 from inspector.broker.message import Request
 from inspector.machine import Event, State
@@ -30,7 +30,7 @@ def continue_introspection():
     svc = services()
     svc.guard.check(flask.request.remote_addr)
     params.only()
-    data = params.json_object()
+    data = schemas.validate(params.json_object(), schemas.CONTINUE, "ramdisk data")
     data.pop("logs", None)  # ramdisk_logs_dir handling is the processing's; never stored
     wanted = lookup.attributes(data)
     if not any(wanted.values()):

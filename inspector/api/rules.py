@@ -2,7 +2,7 @@
 
 import flask
 
-from inspector.api import params
+from inspector.api import params, schemas
 from inspector.api.context import services
 from inspector.api.links import link
 from inspector.processing.rule_schema import validate_rule
@@ -22,7 +22,8 @@ def _with_links(rule: dict) -> dict:
 def create():
     authorize("introspection:rule:create")
     params.only()
-    rule = services().store.create_rule(validate_rule(params.json_object()))
+    body = schemas.validate(params.json_object(), schemas.RULE, "rule")
+    rule = services().store.create_rule(validate_rule(body))
     code = 201 if flask.g.api_version >= (1, 6) else 200
     return _with_links(rule), code
 

@@ -80,8 +80,8 @@ def test_scope(client):
 @pytest.mark.parametrize(
     ("change", "fragment"),
     [
-        ({"actions": []}, "at least one action"),
-        ({"actions": None}, "at least one action"),
+        ({"actions": []}, "body.actions: [] should be non-empty"),
+        ({"actions": None}, "body.actions: None is not of type 'array'"),
         ({"actions": [{"action": "explode"}]}, "unknown action"),
         ({"actions": [{"action": "fail"}]}, "needs message"),
         ({"actions": [{"action": "add-trait", "name": "X", "extra": 1}]}, "does not take"),
@@ -93,10 +93,11 @@ def test_scope(client):
         ({"conditions": [{"op": "eq", "field": "x", "value": 1, "multiple": "some"}]}, "multiple"),
         ({"conditions": [{"op": "eq", "field": "x", "value": 1, "invert": "yes"}]}, "invert"),
         ({"conditions": [{"op": "eq", "field": "http://x", "value": 1}]}, "field"),
-        ({"conditions": "eq"}, "list"),
+        ({"conditions": "eq"}, "body.conditions: 'eq' is not of type"),
         ({"uuid": "not-a-uuid"}, "UUID"),
         ({"description": 5}, "string"),
-        ({"colour": "blue"}, "unknown fields"),
+        ({"colour": "blue"}, "'colour' was unexpected"),
+        ({"actions": [{"name": "x"}]}, "body.actions[0]: 'action' is a required property"),
     ],
 )
 def test_invalid_rules_are_400(client, change, fragment):
