@@ -49,8 +49,10 @@ def record(
     *,
     reason: str | None = None,
     manage_boot: bool | None = None,
+    data: dict | None = None,
 ) -> NodeRecord:
-    """Commit `event`'s transition (compare-and-swap) and enqueue it for a worker."""
+    """Commit `event`'s transition (compare-and-swap), store `data` as the node's raw
+    data if given, and enqueue the request for a worker."""
     transition = check(svc, node_uuid, node, event)
     request = Request(node_uuid=node_uuid, event=event)
     change = change_for(
@@ -67,6 +69,8 @@ def record(
         committed = svc.store.apply(change, node)
     except (errors.NodeBusy, errors.Conflict) as exc:
         raise errors.Conflict(f"Node {node_uuid} changed meanwhile, try again: {exc}") from exc
+    if data is not None:
+        svc.store.store_data(node_uuid, data, processed=False)
     _enqueue(svc, request, committed)
     LOG.info(
         "[node %s req %s] %s -> %s (API)",

@@ -5,6 +5,7 @@ The payload's `logs` are never stored with the data nor logged.
 """
 
 import logging
+import uuid
 
 import flask
 
@@ -13,7 +14,7 @@ from inspector.api import auth, intents, params, schemas
 from inspector.api.context import services
 from inspector.broker.message import Request
 from inspector.machine import Event, State
-from inspector.processing import lookup
+from inspector.processing import lookup, ramdisk_logs
 
 LOG = logging.getLogger(__name__)
 
@@ -31,15 +32,21 @@ def continue_introspection():
     svc.guard.check(flask.request.remote_addr)
     params.only()
     data = schemas.validate(params.json_object(), schemas.CONTINUE, "ramdisk data")
-    data.pop("logs", None)  # ramdisk_logs_dir handling is the processing's; never stored
+    logs = data.pop("logs", None)  # never stored with the data nor logged
     wanted = lookup.attributes(data)
     if not any(wanted.values()):
         raise errors.BadRequest("The data carries no MAC address or BMC address to look up")
-    node_uuid = lookup.choose(svc.store.lookup(wanted), wanted)
+    try:
+        node_uuid = lookup.choose(svc.store.lookup(wanted), wanted)
+    except lookup.LookupFailed as exc:
+        if exc.ambiguous or svc.conf.processing.node_not_found_hook != "enroll":
+            raise
+        return _discover(svc, data, logs)
     node = intents.load(svc, node_uuid)
     if node is None or node.state not in EXPECTING_DATA:
         state = "no introspection" if node is None else f"state {node.state}"
         raise errors.NotFound(f"Node {node_uuid} is not waiting for ramdisk data ({state})")
+    ramdisk_logs.store(svc.conf, node_uuid, data, logs)
     svc.store.store_data(node_uuid, data, processed=False)
     error = data.get("error")
     if error:
@@ -50,3 +57,13 @@ def continue_introspection():
     svc.queue.put(request)
     LOG.info("[node %s req %s] ramdisk data received", node_uuid, request.request_id)
     return {"uuid": node_uuid}
+
+
+def _discover(svc, data: dict, logs) -> tuple[dict, int]:
+    """An unknown node with discovery on: a new introspection in `enrolling`, whose
+    worker creates the node in Ironic and then processes the data."""
+    node_uuid = str(uuid.uuid4())
+    ramdisk_logs.store(svc.conf, node_uuid, data, logs)
+    intents.record(svc, node_uuid, None, Event.ENROLL, data=data)
+    LOG.info("[node %s] unknown node: enrolling it (discovery)", node_uuid)
+    return {"uuid": node_uuid}, 200

@@ -83,6 +83,19 @@ class Ironic:
         )
         return _node(node)
 
+    def add_trait(self, node_uuid: str, trait: str) -> None:
+        self._call(
+            f"add trait {trait} to node {node_uuid}",
+            lambda bm: bm.add_node_trait(node_uuid, trait),
+        )
+
+    def remove_trait(self, node_uuid: str, trait: str) -> None:
+        """Remove the trait; a node without it is fine."""
+        self._call(
+            f"remove trait {trait} from node {node_uuid}",
+            lambda bm: bm.remove_node_trait(node_uuid, trait, ignore_missing=True),
+        )
+
     def set_boot_device(
         self, node_uuid: str, device: str = "pxe", persistent: bool = False
     ) -> None:

@@ -54,15 +54,25 @@ def attributes(data: dict[str, Any]) -> dict[str, list[str]]:
     return {MAC: found_macs, BMC: found_bmcs}
 
 
+class LookupFailed(NotFound):
+    """No node matches (ambiguous False), or several match equally (True)."""
+
+    def __init__(self, message: str, *, ambiguous: bool = False) -> None:
+        super().__init__(message)
+        self.ambiguous = ambiguous
+
+
 def choose(matches: dict[str, int], attributes: dict[str, list[str]]) -> str:
     """The node uuid with the most matching attributes; NotFound for none or a tie."""
     if not matches:
-        raise NotFound(f"Could not find a node for attributes {_describe(attributes)}")
+        raise LookupFailed(f"Could not find a node for attributes {_describe(attributes)}")
     best = max(matches.values())
     winners = sorted(uuid for uuid, count in matches.items() if count == best)
     if len(winners) > 1:
-        raise NotFound(
-            f"Multiple nodes match attributes {_describe(attributes)} equally: {', '.join(winners)}"
+        raise LookupFailed(
+            f"Multiple nodes match attributes {_describe(attributes)} equally: "
+            f"{', '.join(winners)}",
+            ambiguous=True,
         )
     return winners[0]
 

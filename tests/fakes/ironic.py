@@ -35,6 +35,7 @@ class FakeIronic:
         self.ports: dict[str, IronicPort] = {}
         #: node uuid -> (device, persistent) of the last set_boot_device.
         self.boot_devices: dict[str, tuple[str, bool]] = {}
+        self.traits: dict[str, set[str]] = {}
         self.history: list[Call] = []
         self._failures: list[InspectorError] = []
 
@@ -113,6 +114,16 @@ class FakeIronic:
             node = IronicNode(**values)
             self.nodes[node.uuid] = node
             return node
+
+    def add_trait(self, node_uuid: str, trait: str) -> None:
+        with self._begin("add_trait", node_uuid, trait):
+            self._node(node_uuid)
+            self.traits.setdefault(node_uuid, set()).add(trait)
+
+    def remove_trait(self, node_uuid: str, trait: str) -> None:
+        with self._begin("remove_trait", node_uuid, trait):
+            self._node(node_uuid)
+            self.traits.setdefault(node_uuid, set()).discard(trait)
 
     def set_boot_device(
         self, node_uuid: str, device: str = "pxe", persistent: bool = False

@@ -198,3 +198,52 @@ def test_logs_never_reach_the_log(client, ironic, store, caplog):
     secret = "U0VDUkVUTE9HUw=="
     client.post("/v1/continue", json=dict(IPA, logs=secret))
     assert secret not in caplog.text
+
+
+def test_unknown_node_is_enrolled_when_discovery_is_on(client, conf, store, queue):
+    conf.set_override("node_not_found_hook", "enroll", group="processing")
+    response = client.post("/v1/continue", json=FOUR_NICS)
+    assert response.status_code == 200
+    new_uuid = response.json["uuid"]
+    node = store.get_node(new_uuid)
+    assert node.state == State.ENROLLING
+    assert store.get_data(new_uuid, processed=False)["inventory"] == FOUR_NICS["inventory"]
+    assert queue.events() == [(new_uuid, "enroll")]
+
+
+def test_tie_is_not_enrolled(client, ironic, store, conf):
+    conf.set_override("node_not_found_hook", "enroll", group="processing")
+    four = macs(FOUR_NICS)
+    waiting_node(client, ironic, store, {"mac": four[:1]})
+    waiting_node(client, ironic, store, {"mac": four[1:2]})
+    assert client.post("/v1/continue", json=FOUR_NICS).status_code == 404
+
+
+def test_ramdisk_logs_are_written_on_error(client, ironic, store, conf, tmp_path):
+    import base64  # noqa: PLC0415
+
+    logs_dir = tmp_path / "ramdisk-logs"
+    conf.set_override("ramdisk_logs_dir", str(logs_dir), group="processing")
+    node = waiting_node(client, ironic, store, {"mac": macs(IPA_ERROR)})
+    content = b"\x1f\x8b fake tar.gz"
+    payload = dict(IPA_ERROR, logs=base64.b64encode(content).decode())
+    assert client.post("/v1/continue", json=payload).status_code == 400
+    files = list(logs_dir.iterdir())
+    assert len(files) == 1
+    assert files[0].name.startswith(f"{node.uuid}_") and files[0].name.endswith(".tar.gz")
+    assert files[0].read_bytes() == content
+    assert "logs" not in store.get_data(node.uuid, processed=False)
+
+
+def test_ramdisk_logs_only_on_error_unless_always(client, ironic, store, conf, tmp_path):
+    import base64  # noqa: PLC0415
+
+    logs_dir = tmp_path / "ramdisk-logs"
+    conf.set_override("ramdisk_logs_dir", str(logs_dir), group="processing")
+    waiting_node(client, ironic, store, {"mac": macs(IPA)})
+    logs = base64.b64encode(b"content").decode()
+    client.post("/v1/continue", json=dict(IPA, logs=logs))
+    assert not logs_dir.exists() or not list(logs_dir.iterdir())
+    conf.set_override("always_store_ramdisk_logs", True, group="processing")
+    client.post("/v1/continue", json=dict(IPA, logs=logs))
+    assert len(list(logs_dir.iterdir())) == 1

@@ -1,0 +1,97 @@
+"""One processing run: hooks, then introspection rules, then the changes sent to Ironic
+in as few calls as possible (one PATCH of the node; port and trait calls only when
+needed). Returns the processed data; stores nothing itself."""
+
+import copy
+import logging
+from typing import Any
+
+from oslo_config import cfg
+
+from inspector.ironic import IronicNode
+from inspector.processing import hooks as hook_plugins
+from inspector.processing import rules as rule_engine
+from inspector.processing.context import (
+    NodeChanges,
+    ProcessingContext,
+    capabilities_dict,
+    capabilities_text,
+)
+
+LOG = logging.getLogger(__name__)
+
+
+def node_patch(node: IronicNode, changes: NodeChanges) -> list[dict[str, Any]]:
+    """The JSON patch for the node: properties, merged capabilities, then the rest."""
+    patch = [
+        {"op": "add", "path": f"/properties/{name}", "value": value}
+        for name, value in changes.properties.items()
+    ]
+    if changes.capabilities:
+        merged = capabilities_dict(node.properties.get("capabilities"))
+        merged.update(changes.capabilities)
+        patch.append(
+            {"op": "add", "path": "/properties/capabilities", "value": capabilities_text(merged)}
+        )
+    return patch + list(changes.patch)
+
+
+def apply(ironic: Any, node: IronicNode, changes: NodeChanges) -> int:
+    """Send the changes to Ironic; the number of calls it took."""
+    calls = 0
+    patch = node_patch(node, changes)
+    if patch:
+        ironic.patch_node(node.uuid, patch)
+        calls += 1
+    for port in changes.ports.add:
+        fields = {k: v for k, v in port.items() if k not in ("address", "pxe_enabled")}
+        ironic.create_port(
+            node.uuid, port["address"], pxe_enabled=port.get("pxe_enabled", True), **fields
+        )
+        calls += 1
+    for port_uuid, port_patch in changes.ports.patch.items():
+        if port_patch:
+            ironic.update_port(port_uuid, port_patch)
+            calls += 1
+    for port_uuid in changes.ports.delete:
+        ironic.delete_port(port_uuid)
+        calls += 1
+    for trait in sorted(changes.traits_add):
+        ironic.add_trait(node.uuid, trait)
+        calls += 1
+    for trait in sorted(changes.traits_remove - changes.traits_add):
+        ironic.remove_trait(node.uuid, trait)
+        calls += 1
+    return calls
+
+
+def process(
+    conf: cfg.ConfigOpts,
+    ironic: Any,
+    node_uuid: str,
+    raw: dict[str, Any],
+    rules: list[dict],
+    *,
+    hooks: list | None = None,
+) -> dict[str, Any]:
+    """Run the whole processing of `raw` for the node; raises ProcessingError (or an
+    Ironic error) when it cannot be done. Returns the processed data."""
+    node = ironic.get_node(node_uuid)
+    context = ProcessingContext(
+        node=node,
+        ports=ironic.list_ports(node_uuid),
+        data=copy.deepcopy(raw),
+        conf=conf,
+    )
+    context.data.pop("logs", None)
+    hook_plugins.run(hooks if hooks is not None else hook_plugins.load(conf), context)
+    applicable = [rule for rule in rules if rule_engine.applies(rule, node)]
+    matched = rule_engine.evaluate(applicable, context)
+    calls = apply(ironic, node, context.changes)
+    LOG.info(
+        "[node %s] processed: %d rules matched, %d Ironic update calls",
+        node_uuid,
+        len(matched),
+        calls,
+    )
+    return context.data
