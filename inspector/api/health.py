@@ -1,4 +1,7 @@
-"""GET /healthcheck: is this API process able to serve (its database answers)?"""
+"""GET /healthcheck: is this API process able to serve (its database answers)?
+
+200 {"status": "ok"}, or 503 with the usual error body.
+"""
 
 import flask
 
@@ -15,5 +18,5 @@ def healthcheck():
     try:
         services().store.ping()
     except errors.InspectorError as exc:
-        return {"status": "unavailable", "reason": exc.message}, 503
+        raise errors.ServiceUnavailable(f"Not healthy: {exc.message}") from exc
     return {"status": "ok"}

@@ -3,6 +3,8 @@
 Everything a client can get wrong becomes a BadRequest naming the parameter.
 """
 
+import json
+import math
 import re
 import uuid
 
@@ -89,15 +91,48 @@ def states() -> list[str]:
 
 
 def json_object(*, required: bool = True) -> dict | None:
-    """The body as a JSON object, whatever its content type (as ironic-inspector)."""
-    data = flask.request.get_data(cache=True)
-    if not data.strip():
+    """The body as a JSON object, whatever its content type (as ironic-inspector).
+
+    Stricter than json.loads: NaN, Infinity and numbers too large for a float are
+    refused (they cannot be written back as JSON), and so are NUL characters in
+    strings (databases refuse them).
+    """
+    raw = flask.request.get_data(cache=True)
+    if not raw.strip():
         if required:
             raise BadRequest("A JSON object body is required")
         return None
-    body = flask.request.get_json(force=True, silent=True)
-    if body is None:
-        raise BadRequest("Malformed JSON body")
+    try:
+        body = json.loads(raw.decode("utf-8"), parse_constant=_refuse, parse_float=_finite)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise BadRequest(f"Malformed JSON body: {exc}") from None
     if not isinstance(body, dict):
         raise BadRequest("The body must be a JSON object")
+    _check_strings(body)
     return body
+
+
+def _refuse(name: str):
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"{text} is too large a number")
+    return value
+
+
+def _check_strings(value, depth: int = 0) -> None:
+    if depth > 100:
+        raise BadRequest("The body is nested too deeply")
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise BadRequest("Strings in the body must not contain NUL characters")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_strings(key, depth + 1)
+            _check_strings(item, depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            _check_strings(item, depth + 1)

@@ -102,10 +102,10 @@ def translate_errors(engine: Engine) -> Iterator[None]:
             f"database {name} refused the change: {_reason(error, engine.url)}"
         ) from error
     except (exc.DBAPIError, exc.TimeoutError) as error:
+        # The details (URL, host, driver message) go to the log only: the message
+        # may reach unauthenticated API callers.
         LOG.warning("database %s unavailable: %s", name, _reason(error, engine.url))
-        raise errors.ServiceUnavailable(
-            f"database {name} unavailable: {_reason(error, engine.url)}"
-        ) from error
+        raise errors.ServiceUnavailable("the database is unavailable") from error
     except exc.SQLAlchemyError as error:
         raise errors.InspectorError(f"database {name}: {_reason(error, engine.url)}") from error
 

@@ -247,3 +247,10 @@ def test_ramdisk_logs_only_on_error_unless_always(client, ironic, store, conf, t
     conf.set_override("always_store_ramdisk_logs", True, group="processing")
     client.post("/v1/continue", json=dict(IPA, logs=logs))
     assert len(list(logs_dir.iterdir())) == 1
+
+
+def test_nul_characters_are_400_not_a_database_error(client):
+    body = b'{"inventory": {"bmc_address": "1.2.3.4\\u0000"}}'
+    response = client.post("/v1/continue", data=body)
+    assert response.status_code == 400
+    assert "NUL" in response.json["error"]["message"]

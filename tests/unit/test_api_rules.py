@@ -113,3 +113,18 @@ def test_not_an_object_is_400(client):
 def test_bad_rule_uuid_in_path_is_400(client):
     assert client.get("/v1/rules/not-a-uuid").status_code == 400
     assert client.delete("/v1/rules/not-a-uuid").status_code == 400
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"description": "a\\u0000b", "actions": [{"action": "fail", "message": "m"}]}',
+        b'{"actions": [{"action": "set-attribute", "path": "/a", "value": NaN}]}',
+        b'{"actions": [{"action": "set-attribute", "path": "/a", "value": 1e999}]}',
+        b'{"actions": [{"action": "set-attribute", "path": "/a", "value": -Infinity}]}',
+    ],
+)
+def test_bodies_that_cannot_be_stored_or_returned_are_400(client, body):
+    response = client.post("/v1/rules", data=body, content_type="application/json")
+    assert response.status_code == 400
+    assert response.json["error"]["message"]

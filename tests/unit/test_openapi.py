@@ -99,7 +99,7 @@ def test_errors_use_the_error_body(document):
     error = {"$ref": "#/components/schemas/Error"}
     for key, operation in operations(document).items():
         for code, response in operation["responses"].items():
-            if int(code) < 400 or key == ("/healthcheck", "GET") and code == "503":
+            if int(code) < 400 or (key == ("/healthcheck", "GET") and code == "503"):
                 continue
             content = deref(document, response)["content"]
             assert content == {"application/json": {"schema": error}}, (key, code)
