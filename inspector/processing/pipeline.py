@@ -30,6 +30,8 @@ def node_patch(node: IronicNode, changes: NodeChanges) -> list[dict[str, Any]]:
     if changes.capabilities:
         merged = capabilities_dict(node.properties.get("capabilities"))
         merged.update(changes.capabilities)
+        # set-capability without a value removes the capability (ironic-inspector's).
+        merged = {key: value for key, value in merged.items() if value is not None}
         patch.append(
             {"op": "add", "path": "/properties/capabilities", "value": capabilities_text(merged)}
         )
