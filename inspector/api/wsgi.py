@@ -11,6 +11,7 @@ import threading
 
 from inspector import conf as config
 from inspector.api import app as app_factory
+from inspector.api.logs import setup_logging
 
 LOG = logging.getLogger(__name__)
 
@@ -41,6 +42,7 @@ class LazyApplication:
             if self._app is None:
                 env = dict(os.environ if self._environ is None else self._environ)
                 conf = config.load(config_args(env), default_config_files=[])
+                setup_logging(conf.debug, conf.log_file)
                 self._app = app_factory.create_app(conf)
         return self._app
 

@@ -8,8 +8,8 @@ from inspector import conf as config
 from inspector import store
 from inspector.api import app as app_factory
 from inspector.api import server
+from inspector.api.logs import setup_logging
 from inspector.cmd import wiring
-from inspector.cmd.logs import setup_logging
 from inspector.errors import ConfigError
 from inspector.lifecycle import Lifecycle
 from inspector.store import schema

@@ -10,7 +10,9 @@ from oslo_config import cfg
 
 from inspector import __version__
 from inspector.conf import (
+    accelerators,
     api,
+    capabilities,
     clean_up,
     coordination,
     database,
@@ -22,6 +24,8 @@ from inspector.conf import (
     iptables,
     ironic,
     oslo_middleware,
+    pci_devices,
+    port_physnet,
     processing,
     pxe_filter,
     queue,
@@ -35,7 +39,9 @@ LOG = logging.getLogger(__name__)
 #: Every option group, in the order of the sample configuration.
 GROUPS = (
     default,
+    accelerators,
     api,
+    capabilities,
     clean_up,
     coordination,
     database,
@@ -46,6 +52,8 @@ GROUPS = (
     ironic,
     iptables,
     oslo_middleware,
+    pci_devices,
+    port_physnet,
     processing,
     pxe_filter,
     queue,

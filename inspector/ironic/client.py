@@ -130,14 +130,19 @@ class Ironic:
         *,
         pxe_enabled: bool = True,
         extra: dict | None = None,
+        local_link_connection: dict | None = None,
+        physical_network: str | None = None,
     ) -> IronicPort:
         """A new port; Conflict when another port has that MAC. A retried POST whose first
         attempt did reach Ironic also answers Conflict."""
+        fields: dict = {"pxe_enabled": pxe_enabled, "extra": extra or {}}
+        if local_link_connection:
+            fields["local_link_connection"] = local_link_connection
+        if physical_network:
+            fields["physical_network"] = physical_network
         port = self._call(
             f"create port {address} for node {node_uuid}",
-            lambda bm: bm.create_port(
-                node_uuid=node_uuid, address=address, pxe_enabled=pxe_enabled, extra=extra or {}
-            ),
+            lambda bm: bm.create_port(node_uuid=node_uuid, address=address, **fields),
         )
         return _port(port)
 

@@ -8,10 +8,12 @@ import logging
 from typing import Any
 
 from inspector.broker.message import Request
-from inspector.errors import InspectorError
+from inspector.errors import Conflict
 from inspector.ironic import bmc_addresses
 from inspector.machine import Event, State, Transition
-from inspector.processing import lookup
+from inspector.processing import hooks as hook_plugins
+from inspector.processing import lookup, pipeline
+from inspector.processing.context import ProcessingError
 from inspector.store import NodeRecord, Store
 
 LOG = logging.getLogger(__name__)
@@ -23,10 +25,6 @@ FOLLOW_UPS: dict[State, tuple[Event, ...]] = {
     State.REAPPLYING: (Event.FINISH,),
     State.ENROLLING: (Event.CONTINUE,),
 }
-
-
-class ProcessingError(InspectorError):
-    """The ramdisk data cannot be processed: the node goes to error with this message."""
 
 
 #: The error message of an `error` event whose request carries none.
@@ -41,6 +39,8 @@ class Tasks:
         self.store = store
         self.ironic = ironic
         self.conf = conf
+        # Loaded once: an unknown hook name stops start-up, not every introspection.
+        self.hooks = hook_plugins.load(conf) if conf is not None else []
 
     def has_work(self, target: State) -> bool:
         """Whether entering target runs a task or enqueues a follow-up."""
@@ -52,6 +52,7 @@ class Tasks:
             State.STARTING: self.start,
             State.PROCESSING: self.process,
             State.REAPPLYING: self.process,
+            State.ENROLLING: self.enroll,
         }.get(transition.target)
         if handler is not None:
             handler(node, request)
@@ -80,17 +81,46 @@ class Tasks:
         self.ironic.set_power_state(node.uuid, target)
 
     def process(self, node: NodeRecord, request: Request) -> None:
-        """Process the stored ramdisk data: store the result when [processing] store_data
-        says so, and power the node off when boot is managed and power_off is set."""
+        """Process the stored ramdisk data (hooks, rules, one update of Ironic), store
+        the result when [processing] store_data says so, and power the node off when
+        boot is managed and power_off is set."""
         if self.store is None:
             return
-        data = self.store.get_data(node.uuid, processed=False)
-        if data is None:
+        raw = self.store.get_data(node.uuid, processed=False)
+        if raw is None:
             raise ProcessingError(f"no ramdisk data stored for node {node.uuid}")
+        processed = raw
+        if self.ironic is not None and self.conf is not None:
+            processed = pipeline.process(
+                self.conf, self.ironic, node.uuid, raw, self.store.all_rules(), hooks=self.hooks
+            )
         if self.conf is not None and self.conf.processing.store_data == "database":
-            self.store.store_data(node.uuid, data, processed=True)
+            self.store.store_data(node.uuid, processed, processed=True)
         if self.ironic is not None and node.manage_boot and self._power_off():
             self.ironic.set_power_state(node.uuid, "power off")
+
+    def enroll(self, node: NodeRecord, request: Request) -> None:
+        """Discovery: create the node in Ironic (with the UUID the API gave the ramdisk)
+        and record how to find it. Idempotent: a node already created is reused."""
+        if self.store is None or self.ironic is None or self.conf is None:
+            return
+        raw = self.store.get_data(node.uuid, processed=False) or {}
+        wanted = lookup.attributes(raw)
+        fields: dict[str, Any] = dict(self.conf.discovery.enroll_node_fields)
+        driver_info = dict(fields.pop("driver_info", None) or {})
+        if wanted[lookup.BMC]:
+            driver_info.setdefault("ipmi_address", wanted[lookup.BMC][0])
+        try:
+            self.ironic.create_node(
+                driver=self.conf.discovery.enroll_node_driver,
+                uuid=node.uuid,
+                driver_info=driver_info,
+                **fields,
+            )
+        except Conflict:
+            self.ironic.get_node(node.uuid)  # created by an earlier attempt of this task
+        self.store.set_attributes(node.uuid, wanted)
+        LOG.info("[node %s req %s] enrolled in Ironic", node.uuid, request.request_id)
 
     def _power_off(self) -> bool:
         return self.conf is None or self.conf.processing.power_off

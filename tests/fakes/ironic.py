@@ -158,10 +158,19 @@ class FakeIronic:
         *,
         pxe_enabled: bool = True,
         extra: dict | None = None,
+        local_link_connection: dict | None = None,
+        physical_network: str | None = None,
     ) -> IronicPort:
         with self._begin("create_port", node_uuid, address, pxe_enabled=pxe_enabled, extra=extra):
             self._node(node_uuid)
-            return self._new_port(node_uuid, address, pxe_enabled=pxe_enabled, extra=extra or {})
+            return self._new_port(
+                node_uuid,
+                address,
+                pxe_enabled=pxe_enabled,
+                extra=extra or {},
+                local_link_connection=local_link_connection or {},
+                physical_network=physical_network,
+            )
 
     def update_port(self, port_uuid: str, patch: list[dict]) -> IronicPort:
         with self._begin("update_port", port_uuid, patch):

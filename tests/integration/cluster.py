@@ -92,11 +92,12 @@ def render_config(sections: dict[str, dict[str, Any]]) -> str:
     for section, options in sections.items():
         lines.append(f"[{section}]")
         for name, value in options.items():
+            text = value
             if isinstance(value, bool):
-                value = "true" if value else "false"
+                text = "true" if value else "false"
             elif isinstance(value, list | tuple):
-                value = ",".join(str(v) for v in value)
-            lines.append(f"{name} = {value}")
+                text = ",".join(str(v) for v in value)
+            lines.append(f"{name} = {text}")
         lines.append("")
     return "\n".join(lines)
 
@@ -234,7 +235,7 @@ class Deployment:
     def _spawn(self, role: str, args: list[str], port: int | None = None) -> Process:
         index = sum(1 for p in self.processes if p.role == role)
         log_path = self.tmp_path / f"{role}-{index}.log"
-        log = open(log_path, "w")  # noqa: SIM115 - closed in stop()
+        log = open(log_path, "w")  # closed in stop()
         self._logs.append(log)
         popen = subprocess.Popen(
             args, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
@@ -274,8 +275,7 @@ class Deployment:
         def answers() -> bool:
             if not process.alive():
                 raise AssertionError(
-                    f"{process.name} exited with {process.popen.returncode}:\n"
-                    + process.log_text()
+                    f"{process.name} exited with {process.popen.returncode}:\n" + process.log_text()
                 )
             try:
                 return requests.get(process.url + "/", timeout=2).status_code == 200

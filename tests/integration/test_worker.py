@@ -4,6 +4,7 @@ Crash-safety as a user would see it: kill -9 at the worst moment, conflicting re
 from several producers, SIGTERM in the middle of a task.
 """
 
+import json
 import os
 import pathlib
 import random
@@ -24,6 +25,7 @@ from inspector.store import Store, schema
 pytestmark = pytest.mark.integration
 
 ROOT = pathlib.Path(__file__).parents[2]
+IPA_PAYLOAD = ROOT.parent / "shared" / "fixtures" / "ipa" / "ipa-thismachine.json"
 GET_TIMEOUT = 0.5
 
 
@@ -96,6 +98,14 @@ retry_interval = 0.5
         """A node in the real Ironic (the start task reads its ports and powers it)."""
         return self.ironic_api.enroll(manage=False)["uuid"]
 
+    def store_ramdisk_data(self, node):
+        """What /v1/continue stores: a real IPA payload with the node's MAC."""
+        payload = json.loads(IPA_PAYLOAD.read_text())
+        mac = self.ironic_api.node_ports(node)[0]["address"]
+        for interface in payload["inventory"]["interfaces"]:
+            interface["mac_address"] = mac
+        self.store.store_data(node, payload, processed=False)
+
     def put(self, node, event, request_id=None):
         request = Request(node_uuid=node, event=event, request_id=request_id or uuid.uuid4().hex)
         self.queue.put(request)
@@ -151,6 +161,7 @@ def test_kill_before_ack_of_a_strict_event_is_deja_vu(cluster, tmp_path):
     victim = cluster.start_worker(faults="pause_before_ack=continue", marker=marker)
     cluster.put(node, "inspect")
     cluster.wait_state(node, "waiting")
+    cluster.store_ramdisk_data(node)
     request = cluster.put(node, "continue")
     wait_for(lambda: marker.exists() and request.request_id in marker.read_text())
     assert cluster.state(node) == "processing"
@@ -188,6 +199,7 @@ def test_conflicting_requests_from_several_producers(cluster):
         cluster.put(node, "inspect")
     for node in nodes:
         cluster.wait_state(node, "waiting", timeout=120)
+        cluster.store_ramdisk_data(node)
 
     events = ["inspect", "wait", "continue", "finish", "abort", "timeout", "error", "reapply"]
     sent: list[Request] = []

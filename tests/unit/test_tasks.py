@@ -1,6 +1,8 @@
 """The transition tasks against the in-repo fake Ironic and a real (SQLite) store."""
 
 import datetime
+import json
+import pathlib
 
 import pytest
 
@@ -77,24 +79,56 @@ def test_follow_ups_of_each_target(store, ironic):
     assert run(tasks, record("n"), Event.ABORT, State.WAITING) == []
 
 
-def test_process_stores_processed_data_and_powers_off(store, ironic, conf):
+IPA = json.loads(
+    (pathlib.Path(__file__).parents[3] / "shared/fixtures/ipa/ipa-thismachine.json").read_text()
+)
+
+
+def test_process_runs_hooks_stores_data_and_powers_off(store, ironic, conf):
     conf.set_override("store_data", "database", group="processing")
     node = ironic.add_node(power_state="power on")
+    mac = IPA["inventory"]["interfaces"][0]["mac_address"]
+    ironic.add_port(node.uuid, mac)
     recorded = started(store, node.uuid)
-    store.store_data(node.uuid, {"inventory": {"memory": {"physical_mb": 2048}}}, processed=False)
+    store.store_data(node.uuid, IPA, processed=False)
     follow_ups = run(Tasks(store, ironic, conf), recorded, Event.CONTINUE, State.WAITING)
     assert follow_ups == [Event.FINISH]
-    assert store.get_data(node.uuid, processed=True) == {
-        "inventory": {"memory": {"physical_mb": 2048}}
-    }
+    processed = store.get_data(node.uuid, processed=True)
+    assert processed["inventory"] == IPA["inventory"]
+    assert mac in processed["all_interfaces"][IPA["inventory"]["interfaces"][0]["name"]]["mac"]
+    properties = ironic.nodes[node.uuid].properties
+    assert properties["cpus"] == str(IPA["inventory"]["cpu"]["count"])  # as ironic-inspector
+    assert properties["memory_mb"] == str(IPA["inventory"]["memory"]["physical_mb"])
     assert [c.args[1] for c in ironic.calls_to("set_power_state")] == ["power off"]
+    assert len(ironic.calls_to("patch_node")) == 1  # one PATCH for every hook's changes
+
+
+def test_process_applies_rules(store, ironic, conf):
+    node = ironic.add_node()
+    ironic.add_port(node.uuid, IPA["inventory"]["interfaces"][0]["mac_address"])
+    store.create_rule(
+        {
+            "uuid": "6f8f2d2e-5d1c-4a51-9d0e-1f7f1f8a9b01",
+            "conditions": [{"op": "ge", "field": "inventory.cpu.count", "value": 1}],
+            "actions": [
+                {"action": "set-capability", "name": "tested", "value": "yes"},
+                {"action": "add-trait", "name": "CUSTOM_TESTED"},
+            ],
+        }
+    )
+    recorded = started(store, node.uuid)
+    store.store_data(node.uuid, IPA, processed=False)
+    run(Tasks(store, ironic, conf), recorded, Event.CONTINUE, State.WAITING)
+    assert "tested:yes" in ironic.nodes[node.uuid].properties["capabilities"]
+    assert ironic.traits[node.uuid] == {"CUSTOM_TESTED"}
 
 
 def test_process_keeps_power_and_data_when_told(store, ironic, conf):
     conf.set_override("power_off", False, group="processing")
     node = ironic.add_node(power_state="power on")
+    ironic.add_port(node.uuid, IPA["inventory"]["interfaces"][0]["mac_address"])
     recorded = started(store, node.uuid)
-    store.store_data(node.uuid, {"inventory": {}}, processed=False)
+    store.store_data(node.uuid, IPA, processed=False)
     run(Tasks(store, ironic, conf), recorded, Event.CONTINUE, State.WAITING)
     assert store.get_data(node.uuid, processed=True) is None
     assert ironic.calls_to("set_power_state") == []
