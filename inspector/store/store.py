@@ -35,6 +35,8 @@ class Store:
         self.clock = clock
         self._sessions = sessionmaker(bind=engine, expire_on_commit=False)
         self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
+        # PostgreSQL runs a compare-and-swap and its request row as one statement.
+        self._one_statement_swap = engine.dialect.name == "postgresql"
 
     @classmethod
     def from_url(cls, url: str, *, clock: Clock = utcnow) -> "Store":
@@ -130,6 +132,9 @@ class Store:
         """
         if previous is None and change.expected_version is not None:
             previous = self.get_node(change.node_uuid)
+        if self._one_statement_swap and previous is not None:
+            with engines.translate_errors(self.engine), self._autocommit.connect() as connection:
+                return transitions.swap_in_one_statement(connection, change, previous, self.clock())
         with engines.translate_errors(self.engine), self.engine.begin() as connection:
             return transitions.apply(connection, change, previous, self.clock())
 

@@ -7,7 +7,7 @@ Functions take a Connection; the Store decides the transaction around them.
 import dataclasses
 from datetime import datetime
 
-from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import Connection, insert, literal, select, update
 
 from inspector import errors
 from inspector.machine import FINAL_STATES, State, Transition
@@ -141,6 +141,52 @@ def apply(
         )
     )
     return record
+
+
+def swap_in_one_statement(
+    connection: Connection, change: Change, previous: NodeRecord, now: datetime
+) -> NodeRecord:
+    """PostgreSQL: the compare-and-swap and the request row as ONE statement
+    (`WITH changed AS (UPDATE ... RETURNING) INSERT ... SELECT FROM changed`), atomic
+    without a transaction around it: one round trip instead of four. NodeBusy when the
+    version moved (nothing is then written)."""
+    fields = _optional(change)
+    changed = (
+        update(NODES)
+        .where(NODES.c.uuid == change.node_uuid, NODES.c.version == change.expected_version)
+        .values(state=change.target, version=NODES.c.version + 1, updated_at=now, **fields)
+        .returning(NODES.c.uuid, NODES.c.version)
+        .cte("changed")
+    )
+    row = {
+        "request_id": literal(change.request_id, REQUESTS.c.request_id.type),
+        "node_uuid": changed.c.uuid,
+        "event": literal(str(change.event), REQUESTS.c.event.type),
+        "source_state": literal(change.source, REQUESTS.c.source_state.type),
+        "target_state": literal(str(change.target), REQUESTS.c.target_state.type),
+        "status": literal(change.status, REQUESTS.c.status.type),
+        "version": changed.c.version,
+        "reason": literal(
+            change.error if isinstance(change.error, str) else None, REQUESTS.c.reason.type
+        ),
+        "applied_at": literal(now, REQUESTS.c.applied_at.type),
+        "done_at": literal(
+            None if change.status == requests.APPLIED else now, REQUESTS.c.done_at.type
+        ),
+    }
+    statement = (
+        insert(REQUESTS)
+        .from_select(list(row), select(*row.values()))
+        .returning(REQUESTS.c.request_id)
+    )
+    # rowcount is not reliable for INSERT ... SELECT with a data-modifying CTE.
+    if connection.execute(statement).first() is None:
+        raise errors.NodeBusy(
+            f"node {change.node_uuid} changed under us (expected version {change.expected_version})"
+        )
+    return dataclasses.replace(
+        previous, state=change.target, version=previous.version + 1, updated_at=now, **fields
+    )
 
 
 def finish(connection: Connection, request_id: str, now: datetime) -> None:

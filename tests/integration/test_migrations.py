@@ -154,3 +154,27 @@ def test_concurrent_writers_on_one_version_only_one_wins(pg_store):
             blocked.result(timeout=DEADLINE)
     node = pg_store.get_node(NODE)
     assert (node.state, node.version, node.error) == ("processing", 2, None)
+
+
+@pytest.mark.postgresql
+@pytest.mark.integration
+def test_apply_is_one_atomic_statement_on_postgresql(pg_store):
+    from inspector.errors import Conflict, NodeBusy  # noqa: PLC0415
+    from inspector.store import Change  # noqa: PLC0415
+
+    assert pg_store._one_statement_swap  # the PostgreSQL path is the one tested here
+    node = pg_store.apply(Change(NODE, None, "r1", "inspect", None, "starting"))
+    moved = pg_store.apply(Change(NODE, node.version, "r2", "wait", "starting", "waiting"), node)
+    assert moved.version == node.version + 1
+    assert pg_store.get_node(NODE) == moved
+    assert pg_store.find_request("r2").version == moved.version
+    # A stale version writes nothing, neither the state nor the request row.
+    with pytest.raises(NodeBusy):
+        pg_store.apply(Change(NODE, node.version, "r3", "abort", "waiting", "error"), node)
+    assert pg_store.find_request("r3") is None
+    assert pg_store.get_node(NODE).state == "waiting"
+    # A request id seen before is refused, and the state is left as it was.
+    current = pg_store.get_node(NODE)
+    with pytest.raises(Conflict):
+        pg_store.apply(Change(NODE, current.version, "r2", "abort", "waiting", "error"), current)
+    assert pg_store.get_node(NODE) == current
