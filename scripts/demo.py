@@ -97,6 +97,17 @@ def main():
         lambda: (s := status(inspector, node["uuid"]))["finished"] and s,
     )
     print(f"5. introspection {final['state']}: {json.dumps(final, indent=2)}")
+    written = requests.get(
+        f"{ironic}/v1/nodes/{node['uuid']}", headers=IRONIC_HEADERS, timeout=10
+    ).json()
+    ports = requests.get(
+        f"{ironic}/v1/ports/detail?node_uuid={node['uuid']}", headers=IRONIC_HEADERS, timeout=10
+    ).json()["ports"]
+    print("6. what Inspector wrote to Ironic:")
+    print(f"   properties: {json.dumps(written['properties'], sort_keys=True)}")
+    for port in ports:
+        print(f"   port {port['address']} pxe_enabled={port['pxe_enabled']}")
+    print(f"   power state: {written['power_state']}")
     return 0 if final["state"] == "finished" else 1
 
 

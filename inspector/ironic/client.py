@@ -118,6 +118,13 @@ class Ironic:
         pages = self._paginate("ports", "/ports/detail", {"node_uuid": node_uuid})
         return [IronicPort.from_ironic(item) for item in pages]
 
+    def port_owner(self, address: str) -> str | None:
+        """The UUID of the node that has a port with this MAC, or None."""
+        pages = self._paginate("ports", "/ports", {"address": address, "fields": "uuid,node_uuid"})
+        for item in pages:
+            return item.get("node_uuid")
+        return None
+
     def iter_ports(self, *, page_size: int = DEFAULT_PAGE_SIZE) -> Iterator[IronicPort]:
         """Every port of every node, one request per page."""
         pages = self._paginate("ports", "/ports/detail", {}, page_size)

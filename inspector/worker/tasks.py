@@ -51,7 +51,7 @@ class Tasks:
         handler = {
             State.STARTING: self.start,
             State.PROCESSING: self.process,
-            State.REAPPLYING: self.process,
+            State.REAPPLYING: self.reapply,
             State.ENROLLING: self.enroll,
         }.get(transition.target)
         if handler is not None:
@@ -80,7 +80,11 @@ class Tasks:
         target = "rebooting" if ironic_node.power_state == "power on" else "power on"
         self.ironic.set_power_state(node.uuid, target)
 
-    def process(self, node: NodeRecord, request: Request) -> None:
+    def reapply(self, node: NodeRecord, request: Request) -> None:
+        """Hooks and rules again on the stored data; power is left alone."""
+        self.process(node, request, power=False)
+
+    def process(self, node: NodeRecord, request: Request, *, power: bool = True) -> None:
         """Process the stored ramdisk data (hooks, rules, one update of Ironic), store
         the result when [processing] store_data says so, and power the node off when
         boot is managed and power_off is set."""
@@ -96,7 +100,7 @@ class Tasks:
             )
         if self.conf is not None and self.conf.processing.store_data == "database":
             self.store.store_data(node.uuid, processed, processed=True)
-        if self.ironic is not None and node.manage_boot and self._power_off():
+        if power and self.ironic is not None and node.manage_boot and self._power_off():
             self.ironic.set_power_state(node.uuid, "power off")
 
     def enroll(self, node: NodeRecord, request: Request) -> None:
@@ -108,6 +112,12 @@ class Tasks:
         wanted = lookup.attributes(raw)
         fields: dict[str, Any] = dict(self.conf.discovery.enroll_node_fields)
         driver_info = dict(fields.pop("driver_info", None) or {})
+        for mac in wanted[lookup.MAC]:
+            owner = self.ironic.port_owner(mac)
+            if owner is not None and owner != node.uuid:
+                raise ProcessingError(
+                    f"Not enrolling: MAC {mac} already belongs to Ironic node {owner}"
+                )
         if wanted[lookup.BMC]:
             driver_info.setdefault("ipmi_address", wanted[lookup.BMC][0])
         try:

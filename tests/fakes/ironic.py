@@ -99,11 +99,12 @@ class FakeIronic:
             name = fields.get("name")
             if name and any(n.name == name for n in self.nodes.values()):
                 raise Conflict(f"Ironic refused to create a node: name {name} is taken")
+            node_uuid = fields.pop("uuid", None) or str(uuidlib.uuid4())
+            if node_uuid in self.nodes:
+                raise Conflict(f"Ironic refused to create a node: {node_uuid} exists")
             fields.setdefault("provision_state", "enroll")
             fields.setdefault("power_state", None)
-            node = IronicNode(
-                **{**_node_defaults(), **fields, "driver": driver, "uuid": str(uuidlib.uuid4())}
-            )
+            node = IronicNode(**{**_node_defaults(), **fields, "driver": driver, "uuid": node_uuid})
             self.nodes[node.uuid] = node
             return node
 
@@ -114,6 +115,13 @@ class FakeIronic:
             node = IronicNode(**values)
             self.nodes[node.uuid] = node
             return node
+
+    def port_owner(self, address: str) -> str | None:
+        with self._begin("port_owner", address):
+            for port in self.ports.values():
+                if port.address == address.lower():
+                    return port.node_uuid
+            return None
 
     def add_trait(self, node_uuid: str, trait: str) -> None:
         with self._begin("add_trait", node_uuid, trait):

@@ -138,3 +138,37 @@ def test_process_without_data_fails(store, ironic, conf):
     node = ironic.add_node()
     with pytest.raises(Exception, match="no ramdisk data"):
         run(Tasks(store, ironic, conf), started(store, node.uuid), Event.CONTINUE, State.WAITING)
+
+
+def test_reapply_leaves_power_alone(store, ironic, conf):
+    node = ironic.add_node(power_state="power on")
+    ironic.add_port(node.uuid, IPA["inventory"]["interfaces"][0]["mac_address"])
+    recorded = started(store, node.uuid)
+    store.store_data(node.uuid, IPA, processed=False)
+    assert run(Tasks(store, ironic, conf), recorded, Event.REAPPLY, State.FINISHED) == [
+        Event.FINISH
+    ]
+    assert ironic.calls_to("set_power_state") == []
+    assert ironic.calls_to("patch_node")  # hooks and rules did run
+
+
+def test_enroll_creates_the_node_in_ironic(store, ironic, conf):
+    recorded = started(store, "6b0c4f49-2c1e-4a0f-9d74-0a3c0f4d5e61")
+    payload = dict(IPA, inventory=dict(IPA["inventory"], bmc_address="192.0.2.20"))
+    store.store_data(recorded.uuid, payload, processed=False)
+    follow_ups = run(Tasks(store, ironic, conf), recorded, Event.ENROLL)
+    assert follow_ups == [Event.CONTINUE]
+    created = ironic.nodes[recorded.uuid]
+    assert created.driver == conf.discovery.enroll_node_driver
+    assert created.driver_info["ipmi_address"] == "192.0.2.20"
+    assert store.attributes(recorded.uuid)["bmc_address"] == ["192.0.2.20"]
+
+
+def test_enroll_refuses_a_mac_owned_by_another_node(store, ironic, conf):
+    other = ironic.add_node()
+    ironic.add_port(other.uuid, IPA["inventory"]["interfaces"][0]["mac_address"])
+    recorded = started(store, "0d7e5f8a-33b1-4c4e-8f0a-5b9d2c1e7f42")
+    store.store_data(recorded.uuid, IPA, processed=False)
+    with pytest.raises(Exception, match=f"already belongs to Ironic node {other.uuid}"):
+        run(Tasks(store, ironic, conf), recorded, Event.ENROLL)
+    assert recorded.uuid not in ironic.nodes
