@@ -3,8 +3,9 @@
     scripts/services start postgresql redis rabbitmq; eval "$(scripts/services env)"
     .venv/bin/python bench/worker.py [--nodes 200] [--out bench/results/worker.json]
 
-Measures, in one run: one tooz lock acquire+release (Redis), one compare-and-swap update
-(PostgreSQL), one put+get+ack (Redis and RabbitMQ); then transitions per second of real
+Workers run with INSPECTOR_FAULTS=skip_tasks: the transitions without their Ironic
+work, which is measured by the fleet benchmark. Measures, in one run: one tooz lock
+acquire+release (Redis), one compare-and-swap update (PostgreSQL), one put+get+ack (Redis and RabbitMQ); then transitions per second of real
 `inspector worker` processes (1 and 2 processes) on Redis+PostgreSQL and
 RabbitMQ+PostgreSQL, and the cost of one transition with a single worker thread.
 Targets (issue 3): a transition costs at most 2x the sum of its parts; 2 processes give
@@ -165,6 +166,7 @@ def transitions(admin_url, queue_url, redis_url, processes, pool_size, nodes_cou
             subprocess.Popen(
                 [sys.executable, "-m", "inspector.cmd", "worker", "--config-file", str(config)],
                 cwd=ROOT,
+                env={**os.environ, "INSPECTOR_FAULTS": "skip_tasks"},
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )

@@ -98,8 +98,9 @@ def running_pool(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> Iterator[Pool]:
         stack.callback(queue.close)
         coordinator = open_coordinator(conf, lifecycle)
         stack.callback(coordinator.stop)
-        ironic = open_ironic(conf, lifecycle)
-        handler = Handler(db, coordinator, queue, Tasks(db, ironic, conf), faults=Faults.from_env())
+        faults = Faults.from_env()
+        tasks = Tasks() if faults.skip_tasks else Tasks(db, open_ironic(conf, lifecycle), conf)
+        handler = Handler(db, coordinator, queue, tasks, faults=faults)
         pool = Pool(
             queue,
             handler,

@@ -2,7 +2,8 @@
 
 INSPECTOR_FAULTS="pause_before_ack=continue,slow_task=inspect:2.5" pauses a worker for
 good just before it would enqueue follow-ups and acknowledge a `continue` (after its
-task ran), and makes the task of `inspect` take 2.5 s. INSPECTOR_FAULTS_MARKER names a
+task ran), and makes the task of `inspect` take 2.5 s; `skip_tasks` runs transitions
+without their Ironic and processing work (for bench/worker.py). INSPECTOR_FAULTS_MARKER names a
 file the paused worker writes the request id to, so a test knows when to kill it.
 """
 
@@ -15,26 +16,37 @@ LOG = logging.getLogger(__name__)
 
 
 class Faults:
-    def __init__(self, pause_before_ack: frozenset[str] = frozenset(), slow_task=None, marker=None):
+    def __init__(
+        self,
+        pause_before_ack: frozenset[str] = frozenset(),
+        slow_task=None,
+        marker=None,
+        skip_tasks: bool = False,
+    ):
         self.pause_before_ack = pause_before_ack
         self.slow_task: dict[str, float] = dict(slow_task or {})
         self.marker = marker
+        #: Transitions without their Ironic and processing work (bench/worker.py
+        #: measures the worker's own machinery: locks, compare-and-swap, queue).
+        self.skip_tasks = skip_tasks
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> "Faults":
-        pause, slow = set(), {}
+        pause, slow, skip = set(), {}, False
         for item in filter(None, environ.get("INSPECTOR_FAULTS", "").split(",")):
             name, _, value = item.partition("=")
             if name == "pause_before_ack":
                 pause.add(value)
+            elif name == "skip_tasks":
+                skip = True
             elif name == "slow_task":
                 event, _, seconds = value.partition(":")
                 slow[event] = float(seconds)
             else:
                 raise ValueError(f"unknown fault {name!r} in INSPECTOR_FAULTS")
-        if pause or slow:
+        if pause or slow or skip:
             LOG.warning("Fault injection enabled: %s", environ["INSPECTOR_FAULTS"])
-        return cls(frozenset(pause), slow, environ.get("INSPECTOR_FAULTS_MARKER"))
+        return cls(frozenset(pause), slow, environ.get("INSPECTOR_FAULTS_MARKER"), skip)
 
     def before_ack(self, event: str, request_id: str) -> None:
         if event not in self.pause_before_ack:
