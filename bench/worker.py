@@ -6,8 +6,9 @@
 Workers run with INSPECTOR_FAULTS=skip_tasks: the transitions without their Ironic
 work, which is measured by the fleet benchmark. Measures, in one run: one tooz lock
 acquire+release (Redis), one compare-and-swap update (PostgreSQL), one put+get+ack
-(Redis and RabbitMQ); then transitions per second of real `inspector worker` processes (1 and 2 processes) on Redis+PostgreSQL and
-RabbitMQ+PostgreSQL, and the cost of one transition with a single worker thread.
+(Redis and RabbitMQ); then transitions per second of real `inspector worker` processes
+(1 and 2 processes) on Redis+PostgreSQL and RabbitMQ+PostgreSQL, and the cost of one
+transition with a single worker thread.
 Targets (issue 3): a transition costs at most 2x the sum of its parts; 2 processes give
 at least 1.6x the throughput of 1. Results go to JSON and to docs/performance.md.
 """
