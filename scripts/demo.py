@@ -74,8 +74,11 @@ def main():
     args = parser.parse_args()
     inspector, ironic = args.inspector.rstrip("/"), args.ironic.rstrip("/")
 
-    node, mac = enroll(ironic)
-    print(f"1. enrolled node {node['name']} ({node['uuid']}) with port {mac} in Ironic")
+    enrolled = [enroll(ironic) for _ in range(3)]
+    for sample, sample_mac in enrolled:
+        print(f"1. enrolled node {sample['name']} ({sample['uuid']}), port {sample_mac}, in Ironic")
+    node, mac = enrolled[0]
+    print(f"   introspecting {node['name']}")
     answer = requests.post(f"{inspector}/v1/introspection/{node['uuid']}", timeout=10)
     print(f"2. POST /v1/introspection/{node['uuid']} -> {answer.status_code}")
     answer.raise_for_status()

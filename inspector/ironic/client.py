@@ -75,11 +75,19 @@ class Ironic:
         node = self._call("create a node", lambda bm: bm.create_node(driver=driver, **fields))
         return _node(node)
 
-    def patch_node(self, node_uuid: str, patch: list[dict]) -> IronicNode:
-        """One JSON-patch PATCH of the node; the node as Ironic saved it."""
+    def patch_node(
+        self, node_uuid: str, patch: list[dict], *, reset_interfaces: bool = False
+    ) -> IronicNode:
+        """One JSON-patch PATCH of the node; the node as Ironic saved it. reset_interfaces
+        resets the hardware interfaces to the new driver's defaults (a driver change)."""
         node = self._call(
             f"patch node {node_uuid}",
-            lambda bm: bm.patch_node(node_uuid, patch, retry_on_conflict=False),
+            lambda bm: bm.patch_node(
+                node_uuid,
+                patch,
+                reset_interfaces=reset_interfaces or None,
+                retry_on_conflict=False,
+            ),
         )
         return _node(node)
 

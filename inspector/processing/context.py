@@ -38,6 +38,8 @@ class NodeChanges:
     """Merged into properties.capabilities ("k1:v1,k2:v2")."""
     patch: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     """Other JSON patch operations on the node (rules' set-attribute, extend-attribute)."""
+    reset_interfaces: bool = False
+    """Ask Ironic to reset the node's interfaces with the PATCH (a driver change)."""
     traits_add: set[str] = dataclasses.field(default_factory=set)
     traits_remove: set[str] = dataclasses.field(default_factory=set)
     ports: PortChanges = dataclasses.field(default_factory=PortChanges)

@@ -43,7 +43,7 @@ def apply(ironic: Any, node: IronicNode, changes: NodeChanges) -> int:
     calls = 0
     patch = node_patch(node, changes)
     if patch:
-        ironic.patch_node(node.uuid, patch)
+        ironic.patch_node(node.uuid, patch, reset_interfaces=changes.reset_interfaces)
         calls += 1
     for port in changes.ports.add:
         fields = {k: v for k, v in port.items() if k not in ("address", "pxe_enabled")}

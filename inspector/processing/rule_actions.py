@@ -132,9 +132,11 @@ def _fail(params: dict[str, Any], context: ProcessingContext, node_doc: dict[str
 def _set_attribute(
     params: dict[str, Any], context: ProcessingContext, node_doc: dict[str, Any]
 ) -> None:
-    # reset_interfaces is accepted for compatibility; NodeChanges has no place for the flag.
     path = "/" + params["path"].strip("/")
     context.changes.patch.append({"op": "add", "path": path, "value": params["value"]})
+    # As ironic-inspector: changing the driver resets its interfaces unless told not to.
+    if params.get("reset_interfaces", path == "/driver"):
+        context.changes.reset_interfaces = True
 
 
 def _set_capability(

@@ -108,8 +108,10 @@ class FakeIronic:
             self.nodes[node.uuid] = node
             return node
 
-    def patch_node(self, node_uuid: str, patch: list[dict]) -> IronicNode:
-        with self._begin("patch_node", node_uuid, patch):
+    def patch_node(
+        self, node_uuid: str, patch: list[dict], *, reset_interfaces: bool = False
+    ) -> IronicNode:
+        with self._begin("patch_node", node_uuid, patch, reset_interfaces=reset_interfaces):
             node = self._node(node_uuid)
             values = apply_patch(dataclasses.asdict(node), patch)
             node = IronicNode(**values)

@@ -317,6 +317,15 @@ def test_set_attribute_accepts_reset_interfaces(oslo_conf):
     action = {"action": "set-attribute", "path": "/driver", "value": "redfish"}
     changes = run_actions(oslo_conf, [{**action, "reset_interfaces": True}])
     assert changes.patch == [{"op": "add", "path": "/driver", "value": "redfish"}]
+    assert changes.reset_interfaces
+
+
+def test_driver_change_resets_interfaces_unless_told_not_to(oslo_conf):
+    action = {"action": "set-attribute", "path": "/driver", "value": "redfish"}
+    assert run_actions(oslo_conf, [action]).reset_interfaces
+    assert not run_actions(oslo_conf, [{**action, "reset_interfaces": False}]).reset_interfaces
+    other = {"action": "set-attribute", "path": "/extra/x", "value": 1}
+    assert not run_actions(oslo_conf, [other]).reset_interfaces
 
 
 def test_set_capability(oslo_conf):

@@ -172,3 +172,21 @@ def test_enroll_refuses_a_mac_owned_by_another_node(store, ironic, conf):
     with pytest.raises(Exception, match=f"already belongs to Ironic node {other.uuid}"):
         run(Tasks(store, ironic, conf), recorded, Event.ENROLL)
     assert recorded.uuid not in ironic.nodes
+
+
+def test_a_driver_change_by_rule_resets_interfaces_in_the_one_patch(store, ironic, conf):
+    node = ironic.add_node()
+    ironic.add_port(node.uuid, IPA["inventory"]["interfaces"][0]["mac_address"])
+    store.create_rule(
+        {
+            "uuid": "3c2b1a09-8f7e-4d6c-9b5a-4e3d2c1b0a98",
+            "conditions": [],
+            "actions": [{"action": "set-attribute", "path": "/driver", "value": "ipmi"}],
+        }
+    )
+    recorded = started(store, node.uuid)
+    store.store_data(node.uuid, IPA, processed=False)
+    run(Tasks(store, ironic, conf), recorded, Event.CONTINUE, State.WAITING)
+    (patch_call,) = ironic.calls_to("patch_node")
+    assert patch_call.kwargs["reset_interfaces"] is True
+    assert {"op": "add", "path": "/driver", "value": "ipmi"} in patch_call.args[1]
