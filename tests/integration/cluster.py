@@ -340,3 +340,37 @@ def scratch_database(admin: Engine) -> Iterator[str]:
     finally:
         with admin.connect() as connection:
             connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@contextlib.contextmanager
+def running_deployment(
+    tmp_path: pathlib.Path,
+    admin: Engine,
+    *,
+    queue_url: str,
+    redis_url: str,
+    ironic_url: str,
+    apis: int = 1,
+    workers: int = 1,
+    options: dict[str, dict[str, Any]] | None = None,
+) -> Iterator[Deployment]:
+    """A started Deployment on a scratch database and its own queue; all removed after."""
+    from tests.conftest import delete_queues  # noqa: PLC0415 - conftest imports nothing here
+
+    queue_name = f"test-{uuid.uuid4().hex[:12]}"
+    with scratch_database(admin) as database_url:
+        cluster = Deployment(
+            tmp_path,
+            database_url=database_url,
+            queue_url=queue_url,
+            queue_name=queue_name,
+            redis_url=redis_url,
+            ironic_url=ironic_url,
+            options=options,
+        )
+        try:
+            cluster.start(apis=apis, workers=workers)
+            yield cluster
+        finally:
+            cluster.stop()
+            delete_queues(queue_url, queue_name)

@@ -17,12 +17,10 @@ import pytest
 import requests
 from ironic_inspector_client import ClientError, ClientV1, VersionNotSupported
 
-from tests.conftest import delete_queues
 from tests.integration.cluster import (
     IPA_ERROR_PAYLOAD,
-    Deployment,
     ipa_payload,
-    scratch_database,
+    running_deployment,
     wait_for,
 )
 
@@ -38,22 +36,14 @@ MAX_RETRIES = 300
 
 @pytest.fixture(scope="module")
 def deployment(tmp_path_factory, postgresql_admin, rabbitmq_server, redis_server, ironic_url):
-    queue_name = f"test-{uuid.uuid4().hex[:12]}"
-    with scratch_database(postgresql_admin) as database_url:
-        cluster = Deployment(
-            tmp_path_factory.mktemp("client"),
-            database_url=database_url,
-            queue_url=rabbitmq_server,
-            queue_name=queue_name,
-            redis_url=redis_server,
-            ironic_url=ironic_url,
-        )
-        try:
-            cluster.start(apis=1, workers=1)
-            yield cluster
-        finally:
-            cluster.stop()
-            delete_queues(rabbitmq_server, queue_name)
+    with running_deployment(
+        tmp_path_factory.mktemp("client"),
+        postgresql_admin,
+        queue_url=rabbitmq_server,
+        redis_url=redis_server,
+        ironic_url=ironic_url,
+    ) as cluster:
+        yield cluster
 
 
 @pytest.fixture(params=VERSIONS)

@@ -3,39 +3,29 @@ unmanaged boot, rules, a node deleted mid-way. One API and one worker process.""
 
 import pathlib
 import subprocess
-import uuid
 
 import pytest
 import requests
 
-from tests.conftest import delete_queues
-from tests.integration.cluster import Deployment, ipa_payload, scratch_database, wait_for
+from tests.integration.cluster import ipa_payload, running_deployment, wait_for
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
 def deployment(tmp_path_factory, postgresql_admin, rabbitmq_server, redis_server, ironic_url):
-    queue_name = f"test-{uuid.uuid4().hex[:12]}"
-    with scratch_database(postgresql_admin) as database_url:
-        cluster = Deployment(
-            tmp_path_factory.mktemp("processing"),
-            database_url=database_url,
-            queue_url=rabbitmq_server,
-            queue_name=queue_name,
-            redis_url=redis_server,
-            ironic_url=ironic_url,
-            options={
-                "processing": {"node_not_found_hook": "enroll", "add_ports": "all"},
-                "discovery": {"enroll_node_driver": "fake-hardware"},
-            },
-        )
-        try:
-            cluster.start(apis=1, workers=1)
-            yield cluster
-        finally:
-            cluster.stop()
-            delete_queues(rabbitmq_server, queue_name)
+    with running_deployment(
+        tmp_path_factory.mktemp("processing"),
+        postgresql_admin,
+        queue_url=rabbitmq_server,
+        redis_url=redis_server,
+        ironic_url=ironic_url,
+        options={
+            "processing": {"node_not_found_hook": "enroll", "add_ports": "all"},
+            "discovery": {"enroll_node_driver": "fake-hardware"},
+        },
+    ) as cluster:
+        yield cluster
 
 
 def status(deployment, node):
@@ -154,31 +144,23 @@ def services(action):
 def test_ironic_restarted_mid_run_is_retried(
     tmp_path, postgresql_admin, rabbitmq_server, redis_server, ironic_url, ironic_api
 ):
-    queue_name = f"test-{uuid.uuid4().hex[:12]}"
-    with scratch_database(postgresql_admin) as database_url:
-        cluster = Deployment(
-            tmp_path,
-            database_url=database_url,
-            queue_url=rabbitmq_server,
-            queue_name=queue_name,
-            redis_url=redis_server,
-            ironic_url=ironic_url,
-            options={"ironic": {"max_retries": 120, "retry_interval": 0.5}},
-        )
+    with running_deployment(
+        tmp_path,
+        postgresql_admin,
+        queue_url=rabbitmq_server,
+        redis_url=redis_server,
+        ironic_url=ironic_url,
+        options={"ironic": {"max_retries": 120, "retry_interval": 0.5}},
+    ) as cluster:
+        node = ironic_api.enroll()["uuid"]
+        start(cluster, node)
+        payload = ipa_payload(macs(ironic_api, node))
+        services("stop")
         try:
-            cluster.start(apis=1, workers=1)
-            node = ironic_api.enroll()["uuid"]
-            start(cluster, node)
-            payload = ipa_payload(macs(ironic_api, node))
-            services("stop")
-            try:
-                # Ironic is down: the API still takes the data; the worker retries.
-                assert post_continue(cluster, payload).json() == {"uuid": node}
-            finally:
-                services("start")
-            final = wait_state(cluster, node, "finished", timeout=120)
-            assert final["error"] is None
-            assert "retrying" in cluster.logs()
+            # Ironic is down: the API still takes the data; the worker retries.
+            assert post_continue(cluster, payload).json() == {"uuid": node}
         finally:
-            cluster.stop()
-            delete_queues(rabbitmq_server, queue_name)
+            services("start")
+        final = wait_state(cluster, node, "finished", timeout=120)
+        assert final["error"] is None
+        assert "retrying" in cluster.logs()
