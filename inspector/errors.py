@@ -75,3 +75,10 @@ class ServiceUnavailable(InspectorError):
 
     http_status = 503
     retryable = True
+
+
+class FirewallError(InspectorError):
+    """A firewall command failed, timed out or could not be run; the message carries its
+    stderr. The firewall manager answers it by closing the firewall (fail closed)."""
+
+    retryable = True

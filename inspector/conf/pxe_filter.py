@@ -23,4 +23,18 @@ OPTS = [
         default=False,
         help="Block MACs that Ironic does not know (turns discovery off).",
     ),
+    cfg.StrOpt(
+        "root_helper",
+        default="",
+        help="Prefix of the firewall's privileged commands (iptables-restore, "
+        "ip6tables-restore, nft, ipset, the dnsmasq start and stop commands), split "
+        "like a shell would but run without one, e.g. `sudo -n`; see docs/firewall.md "
+        "for a narrow sudo rule. Empty: run them directly (the service runs as root).",
+    ),
+    cfg.FloatOpt(
+        "command_timeout",
+        default=30.0,
+        min=1.0,
+        help="Seconds a firewall command may take before it is killed and the firewall is closed.",
+    ),
 ]

@@ -23,6 +23,8 @@ LAYERS = {
     "inspector.coordination": 2,
     "inspector.ironic": 2,
     "inspector.firewall.drivers": 2,
+    "inspector.firewall.commands": 1,
+    "inspector.firewall.rules": 1,
     "inspector.machine": 1,
     "inspector.conf": 1,
     "inspector.lifecycle": 1,

@@ -1,0 +1,143 @@
+"""nftables driver: one `inet` table with two ether_addr sets, written by one `nft -f -`.
+
+Needs: nft (nftables 0.9.1 or later) and a kernel with nf_tables, the inet family and
+ether_addr sets. Guarantees: an nft batch is one kernel transaction, so every apply
+(delete the table and recreate it whole, or add/delete a few set elements) is atomic;
+before a patch, one listing checks that the hook chain still jumps to ours (else the
+table is rewritten whole). The whitelist set is looked at before the blacklist set.
+The table is named after [iptables] firewall_chain and touches only DHCP packets
+(UDP 67, or 547 with ip_version 6) arriving on [iptables] dnsmasq_interface.
+"""
+
+from typing import Self
+
+from oslo_config import cfg
+
+from inspector.errors import ConfigError, FirewallError
+from inspector.firewall.commands import Runner
+from inspector.firewall.drivers.base import Driver, checked_interface, checked_name
+from inspector.firewall.drivers.iptables import DHCP_PORT
+from inspector.firewall.rules import CLOSED, Delta, RuleSet
+
+#: nft's own limit on table names is generous; keep the iptables one for a shared option.
+MAX_TABLE = 24
+_FAMILY = {"4": "ipv4", "6": "ipv6"}
+
+
+class NftablesDriver(Driver):
+    """Table `inet <prefix>`: sets whitelist and blacklist, chains input (hook) and pxe."""
+
+    name = "nftables"
+
+    def __init__(
+        self,
+        runner: Runner | None = None,
+        *,
+        interface: str = "br-ctlplane",
+        table: str = "ironic-inspector",
+        ip_version: str = "4",
+    ) -> None:
+        super().__init__(runner)
+        if ip_version not in DHCP_PORT:
+            raise ConfigError(f"[iptables] ip_version: {ip_version!r} is not 4 or 6")
+        # iptables' trailing-+ wildcard is nft's trailing *.
+        self.interface = checked_interface(interface).replace("+", "*")
+        self.table = "inet " + checked_name(table, "[iptables] firewall_chain", MAX_TABLE)
+        self.ip_version = ip_version
+
+    @classmethod
+    def from_conf(cls, conf: cfg.ConfigOpts, runner: Runner) -> Self:
+        return cls(
+            runner,
+            interface=conf.iptables.dnsmasq_interface,
+            table=conf.iptables.firewall_chain,
+            ip_version=conf.iptables.ip_version,
+        )
+
+    def _hook_rule(self) -> str:
+        family, port = _FAMILY[self.ip_version], DHCP_PORT[self.ip_version]
+        return f'iifname "{self.interface}" meta nfproto {family} udp dport {port} jump pxe'
+
+    @staticmethod
+    def _verdict(rules: RuleSet) -> list[str]:
+        if not rules.open:
+            return ["drop"]
+        return [
+            "ether saddr @whitelist accept",
+            "ether saddr @blacklist drop",
+            "drop" if rules.deny_unknown else "accept",
+        ]
+
+    @staticmethod
+    def _set(name: str, macs: frozenset[str]) -> list[str]:
+        lines = [f"\tset {name} {{", "\t\ttype ether_addr"]
+        if macs:
+            lines.append("\t\telements = {")
+            lines.append(",\n".join(f"\t\t\t{mac}" for mac in sorted(macs)))
+            lines.append("\t\t}")
+        return [*lines, "\t}"]
+
+    def render(self, rules: RuleSet) -> str:
+        # Adding the table first makes the delete succeed on a first apply; both and the
+        # new content are one transaction.
+        lines = [
+            f"table {self.table} {{}}",
+            f"delete table {self.table}",
+            f"table {self.table} {{",
+            *self._set("whitelist", rules.whitelist),
+            *self._set("blacklist", rules.blacklist),
+            "\tchain pxe {",
+            *(f"\t\t{line}" for line in self._verdict(rules)),
+            "\t}",
+            "\tchain input {",
+            "\t\ttype filter hook input priority filter; policy accept;",
+            f"\t\t{self._hook_rule()}",
+            "\t}",
+            "}",
+        ]
+        return "\n".join([*lines, ""])
+
+    def check(self) -> None:
+        try:
+            self.runner.run(["nft", "--version"])
+            self.runner.run(["nft", "--check", "-f", "-"], stdin=self.render(CLOSED))
+        except FirewallError as exc:
+            raise ConfigError(
+                f"nftables driver unavailable: {exc.message}; install nftables or use "
+                f"the iptables driver"
+            ) from exc
+
+    def _nft(self, text: str) -> None:
+        self.runner.run(["nft", "-f", "-"], stdin=text)
+
+    def _replace(self, rules: RuleSet) -> None:
+        self._nft(self.render(rules))
+
+    def _is_hooked(self) -> bool:
+        """Whether our input chain still holds its hook and jump (one cheap listing)."""
+        listing = self.runner.run(["nft", "list", "chain", self.table, "input"], check=False)
+        text = listing.stdout
+        return listing.returncode == 0 and "hook input" in text and self._hook_rule() in text
+
+    def _patch(self, previous: RuleSet, rules: RuleSet, change: Delta) -> None:
+        # Add-only batches commit at once; a deletion waits for an RCU grace period in
+        # the kernel, so nothing is re-stated here that has not changed.
+        if not self._is_hooked():
+            raise FirewallError(f"the hook of table {self.table} is gone")
+        t, lines = self.table, []
+        for verb, name, macs in (
+            ("delete", "whitelist", change.whitelist_removed),
+            ("add", "whitelist", change.whitelist_added),
+            ("delete", "blacklist", change.blacklist_removed),
+            ("add", "blacklist", change.blacklist_added),
+        ):
+            if macs:
+                lines.append(f"{verb} element {t} {name} {{ {', '.join(sorted(macs))} }}")
+        if change.verdict_changed:
+            lines.append(f"flush chain {t} pxe")
+            lines += [f"add rule {t} pxe {line}" for line in self._verdict(rules)]
+        if lines:
+            self._nft("\n".join([*lines, ""]))
+
+    def _remove(self) -> None:
+        self._nft(f"table {self.table} {{}}\ndelete table {self.table}\n")

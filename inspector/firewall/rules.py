@@ -1,0 +1,139 @@
+"""The PXE firewall's desired state: a RuleSet of MACs and two flags, and the delta between two.
+
+Pure values only; the drivers turn them into iptables, nftables, ipset or dnsmasq state.
+"""
+
+import dataclasses
+import re
+from collections.abc import Iterable
+
+#: A MAC as every driver writes it: six lower-case hex octets joined by colons.
+_NORMAL = re.compile(r"[0-9a-f]{2}(?::[0-9a-f]{2}){5}")
+#: Spellings accepted by normalise_mac: colons or dashes, Cisco dots, or 12 bare digits.
+_SEPARATED = re.compile(r"[0-9a-fA-F]{1,2}([:-])(?:[0-9a-fA-F]{1,2}\1){4}[0-9a-fA-F]{1,2}")
+_DOTTED = re.compile(r"[0-9a-fA-F]{4}\.[0-9a-fA-F]{4}\.[0-9a-fA-F]{4}")
+_BARE = re.compile(r"[0-9a-fA-F]{12}")
+
+
+def normalise_mac(value: str) -> str:
+    """`52-54-00-AB-CD-EF`, `5254.00ab.cdef` or `525400abcdef` -> `52:54:00:ab:cd:ef`.
+
+    Raises ValueError naming the value for anything else: a MAC goes into firewall
+    batches as text, so a stray character must never get that far.
+    """
+    text = value.strip() if isinstance(value, str) else ""
+    if _SEPARATED.fullmatch(text):
+        octets = re.split(r"[:-]", text)
+    elif _DOTTED.fullmatch(text) or _BARE.fullmatch(text):
+        digits = text.replace(".", "")
+        octets = [digits[i : i + 2] for i in range(0, 12, 2)]
+    else:
+        raise ValueError(
+            f"not a MAC address: {value!r} (expected six hex octets, e.g. 52:54:00:12:34:56)"
+        )
+    return ":".join(octet.lower().rjust(2, "0") for octet in octets)
+
+
+def is_normal_mac(value: str) -> bool:
+    return isinstance(value, str) and _NORMAL.fullmatch(value) is not None
+
+
+@dataclasses.dataclass(frozen=True)
+class RuleSet:
+    """Everything a driver needs to render the PXE port's filter.
+
+    Packets to the DHCP port on the PXE interface: not `open` -> dropped; open -> a
+    whitelisted source MAC is accepted, a blacklisted one dropped, any other one accepted
+    unless `deny_unknown`. A MAC in both lists counts as whitelisted.
+    """
+
+    #: MACs of nodes under introspection (normalised).
+    whitelist: frozenset[str]
+    #: MACs Ironic knows that are not under introspection (normalised).
+    blacklist: frozenset[str]
+    #: True only on the firewall leader: its PXE service may answer.
+    open: bool
+    #: [pxe_filter] deny_unknown_macs: MACs in neither list are dropped too.
+    deny_unknown: bool
+
+    def __post_init__(self) -> None:
+        # Checked here, not in each renderer: a batch must never carry a newline or a
+        # quote that came in as a "MAC".
+        for name in ("whitelist", "blacklist"):
+            macs = getattr(self, name)
+            if not isinstance(macs, frozenset):
+                object.__setattr__(self, name, macs := frozenset(macs))
+            bad = sorted(repr(mac) for mac in macs if not is_normal_mac(mac))
+            if bad:
+                raise ValueError(
+                    f"{name} holds MACs that are not normalised (use RuleSet.of or "
+                    f"normalise_mac): {', '.join(bad[:5])}"
+                )
+
+    @classmethod
+    def of(
+        cls,
+        whitelist: Iterable[str] = (),
+        blacklist: Iterable[str] = (),
+        *,
+        open: bool,
+        deny_unknown: bool,
+    ) -> "RuleSet":
+        """A RuleSet from MACs in any spelling normalise_mac accepts."""
+        return cls(
+            frozenset(normalise_mac(mac) for mac in whitelist),
+            frozenset(normalise_mac(mac) for mac in blacklist),
+            open=open,
+            deny_unknown=deny_unknown,
+        )
+
+    @property
+    def effective_blacklist(self) -> frozenset[str]:
+        """The blacklist without the whitelisted MACs (for one-record-per-MAC drivers)."""
+        return self.blacklist - self.whitelist
+
+
+#: Fully closed: what close() applies and what a driver starts from.
+CLOSED = RuleSet(frozenset(), frozenset(), open=False, deny_unknown=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class Delta:
+    """What changed between two RuleSets, list by list (as given, nothing subtracted)."""
+
+    whitelist_added: frozenset[str]
+    whitelist_removed: frozenset[str]
+    blacklist_added: frozenset[str]
+    blacklist_removed: frozenset[str]
+    #: open or deny_unknown changed: the final verdict of the PXE chain is rewritten.
+    verdict_changed: bool
+
+    @property
+    def size(self) -> int:
+        """How many MAC entries the delta touches."""
+        return (
+            len(self.whitelist_added)
+            + len(self.whitelist_removed)
+            + len(self.blacklist_added)
+            + len(self.blacklist_removed)
+        )
+
+    @property
+    def is_empty(self) -> bool:
+        return self.size == 0 and not self.verdict_changed
+
+
+def delta(old: RuleSet, new: RuleSet) -> Delta:
+    """The entries to add and remove to turn `old` into `new`.
+
+    A node going under introspection only adds its MAC to the whitelist: the chain
+    renderers keep it in the blacklist too (the whitelist is looked at first), so the
+    big list is not touched on the hot path.
+    """
+    return Delta(
+        whitelist_added=new.whitelist - old.whitelist,
+        whitelist_removed=old.whitelist - new.whitelist,
+        blacklist_added=new.blacklist - old.blacklist,
+        blacklist_removed=old.blacklist - new.blacklist,
+        verdict_changed=(old.open, old.deny_unknown) != (new.open, new.deny_unknown),
+    )
