@@ -21,7 +21,7 @@ from oslo_config import cfg
 from inspector.errors import ConfigError, FirewallError
 from inspector.firewall.commands import Runner, parse_prefix
 from inspector.firewall.drivers.base import Driver
-from inspector.firewall.rules import CLOSED, RuleSet, is_normal_mac
+from inspector.firewall.rules import CLOSED, Delta, RuleSet, is_normal_mac
 
 LOG = logging.getLogger(__name__)
 
@@ -95,6 +95,12 @@ class DnsmasqDriver(Driver):
             result[mac] = _record(mac, rules.open)
         return result
 
+    def _content(self, mac: str, rules: RuleSet) -> str:
+        """The record of one MAC, named by the rules or not (then: the unknown policy)."""
+        if mac in rules.whitelist:
+            return _record(mac, rules.open)
+        return _record(mac, mac not in rules.blacklist and self._allows_others(rules))
+
     def render(self, rules: RuleSet) -> str:
         lines = [f"# dhcp-hostsdir {self.hostsdir}: file: content"]
         files = self.files(rules)
@@ -131,6 +137,22 @@ class DnsmasqDriver(Driver):
             self._disk = None
             raise FirewallError(f"dnsmasq hostsdir {self.hostsdir}: {exc}") from exc
 
+    def _patch(self, previous: RuleSet, rules: RuleSet, change: Delta) -> None:
+        if change.verdict_changed or self._disk is None:
+            self._replace(rules)
+            return
+        touched = (
+            change.whitelist_added
+            | change.whitelist_removed
+            | change.blacklist_added
+            | change.blacklist_removed
+        )
+        try:
+            self._write_changes(self._disk, {mac: self._content(mac, rules) for mac in touched})
+        except OSError as exc:
+            self._disk = None
+            raise FirewallError(f"dnsmasq hostsdir {self.hostsdir}: {exc}") from exc
+
     def _sync(self, rules: RuleSet) -> None:
         self._begin()
         disk = self._disk if self._disk is not None else self._read()
@@ -139,16 +161,19 @@ class DnsmasqDriver(Driver):
         allow = self._allows_others(rules)
         for name in disk:
             desired.setdefault(name, _record(name, allow))
-        changed = {name: text for name, text in desired.items() if disk.get(name) != text}
-        # Closing records first: mid-pass, nobody is answered who will not be at the end.
-        for name in sorted(changed, key=lambda n: (not changed[n].endswith(",ignore\n"), n)):
-            self._write(name, changed[name])
-            disk[name] = changed[name]
+        self._write_changes(disk, desired)
         if rules.open and self.start_command and self._running is not True:
             self.runner.run(self.start_command)
             self._running = True
         if not rules.open:
             self._stop()
+
+    def _write_changes(self, disk: dict[str, str], desired: dict[str, str]) -> None:
+        changed = {name: text for name, text in desired.items() if disk.get(name) != text}
+        # Closing records first: mid-pass, nobody is answered who will not be at the end.
+        for name in sorted(changed, key=lambda n: (not changed[n].endswith(",ignore\n"), n)):
+            self._write(name, changed[name])
+            disk[name] = changed[name]
 
     def _begin(self) -> None:
         """Once per driver: purge (only with dnsmasq stopped), as ironic-inspector did."""
@@ -183,10 +208,15 @@ class DnsmasqDriver(Driver):
         return disk
 
     def _write(self, name: str, content: str) -> None:
-        temporary = self.hostsdir / f".{name}.tmp"
-        temporary.write_text(content)
-        # dnsmasq reads the file on IN_MOVED_TO, whole; it skips dotfiles.
-        os.replace(temporary, self.hostsdir / name)
+        temporary = os.path.join(self.hostsdir, f".{name}.tmp")
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            os.write(descriptor, content.encode())
+        finally:
+            os.close(descriptor)
+        # dnsmasq reads the file on IN_MOVED_TO, whole; it skips dotfiles. No fsync: the
+        # hostsdir is purged or rewritten on start, it needs no durability.
+        os.replace(temporary, os.path.join(self.hostsdir, name))
 
     def _delete_ours(self) -> None:
         for entry in os.scandir(self.hostsdir):
