@@ -71,10 +71,18 @@ class NodeBusy(Conflict):
 
 
 class ServiceUnavailable(InspectorError):
-    """A backend (database, queue, DLM, Ironic) cannot be reached right now."""
+    """A backend (database, queue, DLM, Ironic) cannot be reached right now.
+
+    `service` names the backend ("database", "queue", "DLM", "Ironic") when known: a
+    process that gives up on it says which one failed.
+    """
 
     http_status = 503
     retryable = True
+
+    def __init__(self, message: str, *, service: str | None = None, **kwargs) -> None:
+        super().__init__(message, **kwargs)
+        self.service = service
 
 
 class FirewallError(InspectorError):

@@ -1,13 +1,17 @@
-"""The process-wide shutdown flag and the signals that set it.
+"""The process-wide shutdown flag, the signals that set it, and the outage budget.
 
 The first SIGTERM or SIGINT asks for a graceful stop; a second one exits at once.
-Every wait in the process is an interruptible wait on `Lifecycle.shutdown`.
+Every wait in the process is an interruptible wait on `Lifecycle.shutdown`. A backend
+that stays unreachable past its retry budget stops the process with a non-zero status.
 """
 
+import dataclasses
 import logging
 import os
 import signal
 import threading
+import time
+from collections.abc import Callable
 from types import FrameType
 
 LOG = logging.getLogger(__name__)
@@ -47,3 +51,68 @@ class Lifecycle:
         """Route SIGTERM and SIGINT to the shutdown flag (call from the main thread)."""
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
+
+
+#: Exit status of a process that gave up on a backend (systemd restarts it).
+OUTAGE_EXIT_STATUS = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class RetryPolicy:
+    """A backend's [group] max_retries and retry_interval; max_retries < 0: forever."""
+
+    max_retries: int
+    interval: float
+
+    @property
+    def budget(self) -> float:
+        return float("inf") if self.max_retries < 0 else self.max_retries * self.interval
+
+
+class Outages:
+    """How long each backend has been unreachable, and when to give up on it.
+
+    Callers report failures and successes as they see them; an outage that lasts longer
+    than its policy's budget (max_retries x retry_interval) stops the process with a
+    message naming the backend. Backends whose client retries on its own (Ironic, the
+    queue) give up at once when that client does.
+    """
+
+    def __init__(
+        self,
+        lifecycle: Lifecycle,
+        policies: dict[str, RetryPolicy],
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.lifecycle = lifecycle
+        self.policies = policies
+        self._clock = clock
+        self._guard = threading.Lock()
+        self._since: dict[str, float] = {}
+
+    def interval(self, service: str) -> float:
+        policy = self.policies.get(service)
+        return policy.interval if policy else 1.0
+
+    def failed(self, service: str, message: str) -> None:
+        """One more failed attempt on service; gives up when the budget is spent."""
+        now = self._clock()
+        with self._guard:
+            since = self._since.setdefault(service, now)
+        policy = self.policies.get(service, RetryPolicy(0, 1.0))
+        elapsed = now - since
+        if elapsed >= policy.budget:
+            self.give_up(service, f"{message} (unreachable for {elapsed:.1f} s)")
+        else:
+            LOG.warning("%s unreachable for %.1f s, retrying: %s", service, elapsed, message)
+
+    def recovered(self, service: str) -> None:
+        with self._guard:
+            since = self._since.pop(service, None)
+        if since is not None:
+            LOG.info("%s reachable again after %.1f s", service, self._clock() - since)
+
+    def give_up(self, service: str, message: str) -> None:
+        LOG.error("Giving up on %s: %s", service, message)
+        self.lifecycle.stop(f"gave up on {service}: {message}", exit_status=OUTAGE_EXIT_STATUS)

@@ -247,7 +247,8 @@ class Links:
         tried = f" after {attempts} attempts" if attempts and attempts > 1 else ""
         return ServiceUnavailable(
             f"queue service {self.transport.name} at {transports.redact(self.url)}: "
-            f"cannot {action} queue {self.queue_name}{tried}: {error}"
+            f"cannot {action} queue {self.queue_name}{tried}: {error}",
+            service="queue",
         )
 
     def _link(self) -> Link:

@@ -18,6 +18,9 @@ SCHEMA_VERSION = 1
 
 #: Event name of a node removal request (not a state machine event).
 DELETE = "delete"
+#: Event name of an expiry request: remove the node's records if its introspection is
+#: still the one that ended before the request was made (not a state machine event).
+EXPIRE = "expire"
 
 _FIELDS = {
     "schema": int,

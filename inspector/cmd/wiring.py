@@ -12,16 +12,24 @@ from oslo_config import cfg
 
 from inspector import coordination, store
 from inspector.broker.queue import WorkQueue
+from inspector.coordination.election import Election
 from inspector.errors import ConfigError
 from inspector.ironic.lazy import LazyIronic
-from inspector.lifecycle import Lifecycle
+from inspector.lifecycle import Lifecycle, Outages, RetryPolicy
+from inspector.periodic import runner
+from inspector.periodic.tasks import CleanUp
 from inspector.store import Store
 from inspector.worker.faults import Faults
 from inspector.worker.handler import Handler
 from inspector.worker.pool import Pool
 from inspector.worker.tasks import Tasks
+from inspector.worker.throttle import RebootThrottle
+from inspector.worker.watchdog import Watchdog
 
 LOG = logging.getLogger(__name__)
+
+#: Seconds an election may take to reset, release and leave after shutdown.
+JOIN_BOUND = 30.0
 
 
 def check_shared_backends(conf: cfg.ConfigOpts, role: str) -> None:
@@ -75,9 +83,22 @@ def open_coordinator(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> coordination
         max_retries=conf.coordination.max_retries,
         retry_interval=conf.coordination.retry_interval,
         shutdown=lifecycle.shutdown,
+        lease_seconds=conf.coordination.lease_timeout,
     )
     coordinator.start()
     return coordinator
+
+
+def outages(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> Outages:
+    """The retry budget of each backend, from its group's max_retries and retry_interval."""
+    groups = {"database": "database", "DLM": "coordination", "queue": "queue", "Ironic": "ironic"}
+    return Outages(
+        lifecycle,
+        {
+            service: RetryPolicy(conf[group].max_retries, conf[group].retry_interval)
+            for service, group in groups.items()
+        },
+    )
 
 
 def open_ironic(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> LazyIronic:
@@ -90,8 +111,11 @@ def open_ironic(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> LazyIronic:
 
 @contextlib.contextmanager
 def running_pool(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> Iterator[Pool]:
-    """A started worker pool with its store, queue and DLM; all closed on exit."""
+    """A started worker process: the pool, the periodic tasks' election and the
+    database watchdog, with their store, queue and DLM; all stopped and closed on exit
+    (the elections leave their groups first)."""
     with contextlib.ExitStack() as stack:
+        budget = outages(conf, lifecycle)
         db = open_store(conf)
         stack.callback(db.close)
         queue = open_queue(conf, lifecycle)
@@ -99,7 +123,9 @@ def running_pool(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> Iterator[Pool]:
         coordinator = open_coordinator(conf, lifecycle)
         stack.callback(coordinator.stop)
         faults = Faults.from_env()
-        tasks = Tasks() if faults.skip_tasks else Tasks(db, open_ironic(conf, lifecycle), conf)
+        ironic = None if faults.skip_tasks else open_ironic(conf, lifecycle)
+        throttle = RebootThrottle(coordinator, db, lifecycle, conf.worker.reboot_throttle)
+        tasks = Tasks() if ironic is None else Tasks(db, ironic, conf, throttle=throttle)
         handler = Handler(db, coordinator, queue, tasks, faults=faults)
         pool = Pool(
             queue,
@@ -107,6 +133,19 @@ def running_pool(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> Iterator[Pool]:
             lifecycle,
             size=conf.worker.pool_size,
             get_timeout=conf.worker.get_timeout,
+            outages=budget,
         )
+        periodic = Election(
+            coordinator,
+            runner.KIND,
+            runner.Runner(db, CleanUp(db, queue, ironic, conf).tasks(), budget),
+            lifecycle,
+            budget,
+            interval=conf.coordination.election_interval,
+            claim=db.claim_leadership,
+        )
+        stack.callback(periodic.join, conf.coordination.lease_timeout + JOIN_BOUND)
+        periodic.start()
+        Watchdog(db, lifecycle, budget).start()
         pool.start()
         yield pool

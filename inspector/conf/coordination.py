@@ -24,4 +24,22 @@ OPTS = [
         min=0.001,
         help="Seconds between two connection attempts to the DLM.",
     ),
+    cfg.IntOpt(
+        "lease_timeout",
+        default=3,
+        min=1,
+        help="Seconds after which a process that stopped heart-beating (killed, frozen, "
+        "cut off) loses its node locks, its group membership and its leaderships; "
+        "its heartbeat runs every half of it. Sets tooz's lock_timeout and "
+        "membership_timeout unless backend_url sets them. It bounds the fail-over "
+        "time of the leader-elected singletons after a kill -9.",
+    ),
+    cfg.FloatOpt(
+        "election_interval",
+        default=0.5,
+        min=0.01,
+        max=60.0,
+        help="Seconds between two looks at each singleton's group and leader lease: "
+        "how soon a free leadership is taken (after a leader's SIGTERM, within this).",
+    ),
 ]

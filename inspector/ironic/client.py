@@ -191,11 +191,13 @@ class Ironic:
                     raise failures.translate(exc, what) from exc
                 if attempt > self._max_retries:
                     raise ServiceUnavailable(
-                        f"Ironic is unavailable: cannot {what} after {attempt} attempts ({reason})"
+                        f"Ironic is unavailable: cannot {what} after {attempt} attempts ({reason})",
+                        service="Ironic",
                     ) from exc
                 if self._shutdown.wait(self._retry_interval):
                     raise ServiceUnavailable(
-                        f"Ironic is unavailable: gave up trying to {what} on shutdown ({reason})"
+                        f"Ironic is unavailable: gave up trying to {what} on shutdown ({reason})",
+                        service="Ironic",
                     ) from exc
                 LOG.warning("Cannot %s (attempt %d, retrying): %s", what, attempt, reason)
 

@@ -105,7 +105,9 @@ def translate_errors(engine: Engine) -> Iterator[None]:
         # The details (URL, host, driver message) go to the log only: the message
         # may reach unauthenticated API callers.
         LOG.warning("database %s unavailable: %s", name, _reason(error, engine.url))
-        raise errors.ServiceUnavailable("the database is unavailable") from error
+        raise errors.ServiceUnavailable(
+            "the database is unavailable", service="database"
+        ) from error
     except exc.SQLAlchemyError as error:
         raise errors.InspectorError(f"database {name}: {_reason(error, engine.url)}") from error
 

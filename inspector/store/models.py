@@ -156,3 +156,30 @@ class Request(Base):
 
 #: The schema, for migrations and for comparing a database against the models.
 metadata = Base.metadata
+
+
+class Marker(Base):
+    """A named, cluster-wide fact: a singleton's leadership term (`leader:<kind>`, its
+    fencing token) or the reboot throttle's last power-on (`reboot-throttle`)."""
+
+    __tablename__ = "markers"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    term: Mapped[int] = mapped_column(Integer)
+    holder: Mapped[str] = mapped_column(String(255))
+    at: Mapped[datetime] = mapped_column(Timestamp)
+
+
+class TaskRun(Base):
+    """One run of a leader's periodic task, recorded for operators and overlap checks."""
+
+    __tablename__ = "task_runs"
+    __table_args__ = (Index("ix_task_runs_task_started_at", "task", "started_at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    task: Mapped[str] = mapped_column(String(64))
+    holder: Mapped[str] = mapped_column(String(255))
+    term: Mapped[int] = mapped_column(Integer)
+    started_at: Mapped[datetime] = mapped_column(Timestamp)
+    finished_at: Mapped[datetime | None] = mapped_column(Timestamp)
+    outcome: Mapped[str | None] = mapped_column(Text)

@@ -15,6 +15,12 @@ from inspector.store.models import Request
 APPLIED = "applied"
 DONE = "done"
 REJECTED = "rejected"
+#: Applied, and its task stopped by a backend outage that the worker saw: unlike a bare
+#: `applied` (its worker may have died anywhere), the task is known not to have
+#: finished, so a strict event may run it again.
+INTERRUPTED = "interrupted"
+#: Statuses of a request whose task has not finished yet.
+UNFINISHED = (APPLIED, INTERRUPTED)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,7 +81,7 @@ def finish(session: Session, request_id: str, *, now: datetime) -> None:
     """Mark an applied request done (its task ran and its follow-ups are queued)."""
     session.execute(
         update(Request)
-        .where(Request.request_id == request_id, Request.status == APPLIED)
+        .where(Request.request_id == request_id, Request.status.in_(UNFINISHED))
         .values(status=DONE, done_at=now)
         .execution_options(synchronize_session=False)
     )

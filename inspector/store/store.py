@@ -14,9 +14,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from inspector import errors
 from inspector.store import engine as engines
-from inspector.store import listing, lookup, nodes, requests, rules, transitions
+from inspector.store import listing, lookup, nodes, requests, rules, singletons, transitions
 from inspector.store.nodes import UNSET, NodeRecord, Unset
 from inspector.store.requests import RequestRecord
+from inspector.store.singletons import MarkRecord, RunRecord
 from inspector.store.transitions import Change
 
 Clock = Callable[[], datetime]
@@ -54,14 +55,14 @@ class Store:
         with engines.translate_errors(self.engine), self._sessions.begin() as session:
             yield session
 
-    def _read(self, query, *args):
+    def _read(self, query, *args, **kwargs):
         """Run a read outside a transaction; once more when the server had dropped the
         pooled connection (a database restart), so that no caller sees that."""
         with engines.translate_errors(self.engine):
             for attempt in (1, 2):
                 try:
                     with self._autocommit.connect() as connection:
-                        return query(connection, *args)
+                        return query(connection, *args, **kwargs)
                 except DBAPIError as error:
                     if attempt == 2 or not error.connection_invalidated:
                         raise
@@ -171,6 +172,11 @@ class Store:
         with engines.translate_errors(self.engine), self._autocommit.connect() as connection:
             transitions.finish(connection, request_id, self.clock())
 
+    def interrupt_request(self, request_id: str) -> None:
+        """Mark an applied request whose task a backend outage stopped (see INTERRUPTED)."""
+        with engines.translate_errors(self.engine), self._autocommit.connect() as connection:
+            transitions.interrupt(connection, request_id)
+
     def history(self, node_uuid: str) -> list[RequestRecord]:
         with self.session() as session:
             return requests.history(session, node_uuid)
@@ -231,6 +237,55 @@ class Store:
     def delete_rules(self) -> None:
         with self.session() as session:
             rules.remove_all(session)
+
+    # -- leader-elected singletons ------------------------------------------------------
+
+    def _write(self, query, *args, **kwargs):
+        with engines.translate_errors(self.engine), self.engine.begin() as connection:
+            return query(connection, *args, **kwargs)
+
+    def claim_leadership(self, kind: str, holder: str) -> int:
+        """A new leadership term for `kind`, fencing off every earlier one."""
+        marker = singletons.leader_marker(kind)
+        return self._write(singletons.set_mark, marker, holder, self.clock())
+
+    def holds_leadership(self, kind: str, term: int) -> bool:
+        return self._read(singletons.holds, kind, term)
+
+    def leadership(self, kind: str) -> MarkRecord | None:
+        return self._read(singletons.read_mark, singletons.leader_marker(kind))
+
+    def start_run(self, kind: str, task: str, holder: str, term: int) -> int | None:
+        """Record a periodic task run under leadership `term`; None when fenced off."""
+        return self._write(
+            singletons.start_run, kind, task, holder=holder, term=term, now=self.clock()
+        )
+
+    def finish_run(self, run_id: int, outcome: str, *, at=None) -> None:
+        """Record a run's end, at `at` when given (never later than now)."""
+        now = self.clock()
+        self._write(singletons.finish_run, run_id, min(at or now, now), outcome)
+
+    def task_runs(self, task: str | None = None) -> list[RunRecord]:
+        return self._read(singletons.runs, task)
+
+    def forget_runs(self, before) -> int:
+        return self._write(singletons.forget_runs, before)
+
+    def last_power_on(self) -> MarkRecord | None:
+        return self._read(singletons.read_mark, singletons.THROTTLE)
+
+    def mark_power_on(self, holder: str) -> None:
+        self._write(singletons.set_mark, singletons.THROTTLE, holder, self.clock())
+
+    def timed_out_nodes(self, before) -> list[str]:
+        return self._read(singletons.timed_out, before)
+
+    def expired_nodes(self, before) -> list[str]:
+        return self._read(singletons.expired, before)
+
+    def node_uuids(self, *, limit: int, after: str | None = None, skip_states=()) -> list[str]:
+        return self._read(singletons.node_uuids, limit=limit, after=after, skip_states=skip_states)
 
     def ping(self) -> None:
         """One round trip to the database (health check); ServiceUnavailable if down."""

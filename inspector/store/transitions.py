@@ -192,6 +192,14 @@ def swap_in_one_statement(
 def finish(connection: Connection, request_id: str, now: datetime) -> None:
     connection.execute(
         update(REQUESTS)
-        .where(REQUESTS.c.request_id == request_id, REQUESTS.c.status == requests.APPLIED)
+        .where(REQUESTS.c.request_id == request_id, REQUESTS.c.status.in_(requests.UNFINISHED))
         .values(status=requests.DONE, done_at=now)
+    )
+
+
+def interrupt(connection: Connection, request_id: str) -> None:
+    connection.execute(
+        update(REQUESTS)
+        .where(REQUESTS.c.request_id == request_id, REQUESTS.c.status == requests.APPLIED)
+        .values(status=requests.INTERRUPTED)
     )

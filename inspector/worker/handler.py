@@ -7,12 +7,13 @@ is committed and the follow-ups are enqueued.
 
 import logging
 from collections.abc import Callable
+from datetime import UTC
 from typing import Protocol
 
 from inspector import errors
-from inspector.broker.message import DELETE, Request
+from inspector.broker.message import DELETE, EXPIRE, Request
 from inspector.coordination import Coordinator
-from inspector.machine import STRICT_EVENTS, Event, Machine, State, Transition
+from inspector.machine import FINAL_STATES, STRICT_EVENTS, Event, Machine, State, Transition
 from inspector.store import NodeRecord, RequestRecord, Store, requests
 from inspector.store.transitions import change_for
 from inspector.worker.faults import NO_FAULTS, Faults
@@ -78,7 +79,7 @@ class Handler:
         if request.attempt >= self.max_attempts:
             delivery.dead_letter(f"not applicable after {request.attempt} attempts")
             return
-        if request.event != DELETE and not _is_event(request.event):
+        if request.event not in (DELETE, EXPIRE) and not _is_event(request.event):
             delivery.dead_letter(f"unknown event {request.event!r}")
             return
         with self.coordinator.try_lock(lock_name(request.node_uuid)) as held:
@@ -104,10 +105,8 @@ class Handler:
 
     def _step(self, request: Request) -> bool:
         """Apply the request under the node lock; False means "not yet, retry later"."""
-        if request.event == DELETE:
-            deleted = self.store.delete_node(request.node_uuid)
-            self._log(request, logging.INFO, "node records %s", "deleted" if deleted else "absent")
-            return True
+        if request.event in (DELETE, EXPIRE):
+            return self._remove(request)
         event = Event(request.event)
         node, seen = self.store.load(request.node_uuid, request.request_id)
         if seen is not None:
@@ -127,6 +126,26 @@ class Handler:
             return False
         if self.tasks.has_work(transition.target):
             self._run(node, request, transition)
+        return True
+
+    def _remove(self, request: Request) -> bool:
+        """Removal requests are always consumed. `delete` removes the node's records;
+        `expire` removes an ended introspection, unless the node started another one
+        since the request was made (its end is then later than the request)."""
+        if request.event == DELETE:
+            deleted = self.store.delete_node(request.node_uuid)
+            self._log(request, logging.INFO, "node records %s", "deleted" if deleted else "absent")
+            return True
+        node = self.store.load(request.node_uuid, request.request_id)[0]
+        if node is None:
+            self._log(request, logging.INFO, "node records already gone")
+            return True
+        ended = node.finished_at.replace(tzinfo=UTC).timestamp() if node.finished_at else None
+        if node.state not in FINAL_STATES or ended is None or ended > request.enqueued_at:
+            self._log(request, logging.INFO, "node is in %s again: kept", node.state)
+            return True
+        self.store.delete_node(request.node_uuid)
+        self._log(request, logging.INFO, "expired: node records deleted")
         return True
 
     def _refused(
@@ -175,6 +194,12 @@ class Handler:
         try:
             self.faults.task_delay(request.event)
             follow_ups = self.tasks.run(node, request, transition)
+        except errors.ServiceUnavailable:
+            # A backend outage, not a verdict on the node: leave the request unacked so
+            # it runs again (the process gives up on the backend meanwhile), and say the
+            # task is known unfinished so that even a strict event may run it again.
+            self._interrupted(request)
+            raise
         except Exception as exc:
             message = exc.message if isinstance(exc, errors.InspectorError) else str(exc)
             self._log(request, logging.ERROR, "task failed: %s", message, exc_info=True)
@@ -184,6 +209,12 @@ class Handler:
         for event in follow_ups:
             self.queue.put(request.follow_up(event))
         self.store.finish_request(request.request_id)
+
+    def _interrupted(self, request: Request) -> None:
+        try:
+            self.store.interrupt_request(request.request_id)
+        except errors.InspectorError as exc:
+            self._log(request, logging.WARNING, "cannot mark the task interrupted: %s", exc)
 
     def _fail(self, node: NodeRecord, request: Request, message: str) -> None:
         current = self.store.get_node(node.uuid)
@@ -202,18 +233,19 @@ class Handler:
         """A request id seen before: done/rejected ones are consumed; an applied one
         lost its worker mid-way: strict events go to error (deja vu), reentrant ones
         run their task again."""
-        if seen.status != requests.APPLIED:
+        if seen.status not in requests.UNFINISHED:
             self._log(request, logging.INFO, "already %s: consumed", seen.status)
             return True
         if node is None or node.version != seen.version:
             self._log(request, logging.INFO, "applied, and the node moved on since: consumed")
             self.store.finish_request(request.request_id)
             return True
-        if event not in STRICT_EVENTS:
+        if event not in STRICT_EVENTS or seen.status == requests.INTERRUPTED:
             self._log(
                 request,
                 logging.INFO,
-                "applied (by the API, or by a worker that died): running its task",
+                "applied (by the API, or by a worker that died or lost a backend): "
+                "running its task",
             )
             transition = Transition(
                 State(seen.source_state) if seen.source_state else None,

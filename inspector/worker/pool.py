@@ -9,10 +9,14 @@ import threading
 from typing import Protocol
 
 from inspector import errors
-from inspector.lifecycle import Lifecycle
+from inspector.lifecycle import Lifecycle, Outages
 from inspector.worker.handler import Delivery, Handler, backoff
 
 LOG = logging.getLogger(__name__)
+
+
+#: Backends whose clients retry with their own policy before raising ServiceUnavailable.
+SELF_RETRYING = frozenset({"Ironic", "queue"})
 
 
 class Source(Protocol):
@@ -28,12 +32,14 @@ class Pool:
         *,
         size: int,
         get_timeout: float,
+        outages: Outages | None = None,
     ) -> None:
         self.queue = queue
         self.handler = handler
         self.lifecycle = lifecycle
         self.size = size
         self.get_timeout = get_timeout
+        self.outages = outages or Outages(lifecycle, {})
         self._threads: list[threading.Thread] = []
 
     def start(self) -> None:
@@ -54,7 +60,7 @@ class Pool:
             try:
                 self.step()
             except errors.InspectorError as exc:
-                self.lifecycle.stop(f"work queue unavailable: {exc.message}", exit_status=1)
+                self.outages.give_up("queue", exc.message)
 
     def step(self) -> bool:
         """One pass of the loop; False when the queue had nothing within the timeout."""
@@ -66,6 +72,20 @@ class Pool:
             return True
         try:
             self.handler.handle(delivery)
+        except errors.ServiceUnavailable as exc:
+            # A backend is down: the request goes back untouched (a committed state
+            # change is recognised next time). Clients that retry on their own (Ironic,
+            # the queue) have already spent their retries; the others have a budget.
+            attempt = delivery.request.attempt if delivery.request else 0
+            delivery.retry(backoff(attempt))
+            if self.lifecycle.shutdown.is_set():
+                return True
+            service = exc.service or "a backend"
+            if service in SELF_RETRYING:
+                self.outages.give_up(service, exc.message)
+            else:
+                self.outages.failed(service, exc.message)
+                self.lifecycle.wait(self.outages.interval(service))
         except Exception as exc:
             # Store or DLM trouble (or a bug) mid-step: nothing was acknowledged, so the
             # request is retried; a committed state change is recognised next time, and

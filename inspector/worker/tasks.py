@@ -4,7 +4,9 @@ A task runs under the node lock after the state change is committed, so it must 
 idempotent for reentrant events: a redelivered request runs it again.
 """
 
+import contextlib
 import logging
+import time
 from typing import Any
 
 from inspector.broker.message import Request
@@ -35,10 +37,19 @@ class Tasks:
     """Runs the task of a transition: the Ironic work of starting an introspection, and
     the processing of ramdisk data. Tests subclass it to record or fail."""
 
-    def __init__(self, store: Store | None = None, ironic: Any = None, conf: Any = None) -> None:
+    def __init__(
+        self,
+        store: Store | None = None,
+        ironic: Any = None,
+        conf: Any = None,
+        *,
+        throttle: Any = None,
+    ) -> None:
         self.store = store
         self.ironic = ironic
         self.conf = conf
+        #: The reboot throttle (worker.throttle.RebootThrottle); None: no throttle.
+        self.throttle = throttle
         # Loaded once: an unknown hook name stops start-up, not every introspection.
         self.hooks = hook_plugins.load(conf) if conf is not None else []
 
@@ -78,7 +89,15 @@ class Tasks:
             return
         self.ironic.set_boot_device(node.uuid, "pxe", persistent=False)
         target = "rebooting" if ironic_node.power_state == "power on" else "power on"
-        self.ironic.set_power_state(node.uuid, target)
+        with self.throttle.turn() if self.throttle else contextlib.nullcontext():
+            LOG.info(
+                "[node %s req %s] %s at %.6f",
+                node.uuid,
+                request.request_id,
+                target,
+                time.time(),
+            )
+            self.ironic.set_power_state(node.uuid, target)
 
     def reapply(self, node: NodeRecord, request: Request) -> None:
         """Hooks and rules again on the stored data; power is left alone."""

@@ -102,10 +102,12 @@ def render_config(sections: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def coordination_url(redis_url: str) -> str:
-    """tooz's URL for the Redis server of redis_url (redis://host:port/0 -> ...?timeout=5)."""
+def coordination_url(redis_url: str, namespace: str | None = None) -> str:
+    """tooz's URL for the Redis server of redis_url (redis://host:port/0 -> ...?timeout=5),
+    in its own key namespace when given (so that deployments never share groups)."""
     base = redis_url.split("://", 1)[1].split("/", 1)[0]
-    return f"redis://{base}?timeout=5"
+    suffix = f"&namespace={namespace}" if namespace else ""
+    return f"redis://{base}?timeout=5{suffix}"
 
 
 @dataclasses.dataclass
@@ -179,7 +181,9 @@ class Deployment:
             },
             "database": {"connection": database_url},
             "queue": {"transport_url": queue_url, "queue_name": queue_name},
-            "coordination": {"backend_url": coordination_url(redis_url)},
+            "coordination": {
+                "backend_url": coordination_url(redis_url, f"test-{uuid.uuid4().hex[:12]}")
+            },
             "ironic": {
                 "auth_type": "none",
                 "endpoint_override": ironic_url,
@@ -374,3 +378,32 @@ def running_deployment(
         finally:
             cluster.stop()
             delete_queues(queue_url, queue_name)
+
+
+# ---------------------------------------------------------------- API helpers
+
+
+def status(deployment, node):
+    return requests.get(f"{deployment.url}/v1/introspection/{node}", timeout=10).json()
+
+
+def wait_state(deployment, node, state, timeout=60):
+    return wait_for(
+        lambda: (s := status(deployment, node)).get("state") == state and s,
+        timeout=timeout,
+        message=lambda: f"{node} in {state}: {status(deployment, node)}\n{deployment.logs()}",
+    )
+
+
+def start(deployment, node, **params):
+    answer = requests.post(f"{deployment.url}/v1/introspection/{node}", params=params, timeout=10)
+    assert answer.status_code == 202, answer.text
+    return wait_state(deployment, node, "waiting")
+
+
+def post_continue(deployment, payload):
+    return requests.post(f"{deployment.url}/v1/continue", json=payload, timeout=10)
+
+
+def macs(ironic_api, node):
+    return [port["address"] for port in ironic_api.node_ports(node)]

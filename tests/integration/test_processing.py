@@ -7,7 +7,14 @@ import subprocess
 import pytest
 import requests
 
-from tests.integration.cluster import ipa_payload, running_deployment, wait_for
+from tests.integration.cluster import (
+    ipa_payload,
+    macs,
+    post_continue,
+    running_deployment,
+    start,
+    wait_state,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -26,32 +33,6 @@ def deployment(tmp_path_factory, postgresql_admin, rabbitmq_server, redis_server
         },
     ) as cluster:
         yield cluster
-
-
-def status(deployment, node):
-    return requests.get(f"{deployment.url}/v1/introspection/{node}", timeout=10).json()
-
-
-def wait_state(deployment, node, state, timeout=60):
-    return wait_for(
-        lambda: (s := status(deployment, node)).get("state") == state and s,
-        timeout=timeout,
-        message=lambda: f"{node} in {state}: {status(deployment, node)}\n{deployment.logs()}",
-    )
-
-
-def start(deployment, node, **params):
-    answer = requests.post(f"{deployment.url}/v1/introspection/{node}", params=params, timeout=10)
-    assert answer.status_code == 202, answer.text
-    return wait_state(deployment, node, "waiting")
-
-
-def post_continue(deployment, payload):
-    return requests.post(f"{deployment.url}/v1/continue", json=payload, timeout=10)
-
-
-def macs(ironic_api, node):
-    return [port["address"] for port in ironic_api.node_ports(node)]
 
 
 def test_managed_boot_end_to_end(deployment, ironic_api):

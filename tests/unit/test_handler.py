@@ -7,10 +7,10 @@ import datetime
 import pytest
 
 from inspector import errors
-from inspector.broker.message import DELETE, Request
+from inspector.broker.message import DELETE, EXPIRE, Request
 from inspector.coordination import LocalCoordinator
 from inspector.machine import DEJA_VU_REASON, State
-from inspector.store import Change, Store, schema
+from inspector.store import Change, Store, requests, schema
 from inspector.worker import handler as handler_module
 from inspector.worker.handler import Handler, lock_name
 from inspector.worker.tasks import Tasks
@@ -66,12 +66,15 @@ class RecordingTasks(Tasks):
     def start(self, node, request):
         self.calls.append(("start", node.uuid))
         if self.fail_on == "start":
-            raise errors.ServiceUnavailable("Ironic is down")
+            raise errors.Conflict("Ironic refused the boot device")
 
     def process(self, node, request):
         self.calls.append(("process", node.uuid))
         if self.fail_on == "process":
             raise RuntimeError("hook exploded")
+        if self.fail_on == "process-outage":
+            self.fail_on = None  # the backend comes back for the next attempt
+            raise errors.ServiceUnavailable("Ironic is down", service="Ironic")
 
 
 @pytest.fixture
@@ -283,6 +286,60 @@ def test_failing_task_sends_the_node_to_error(store, coordinator, queue, fail_on
     assert node.state == State.ERROR
     assert node.error.startswith(("starting failed", "processing failed"))
     assert queue.events() == (["wait"] if fail_on == "process" else [])
+
+
+def test_outage_in_a_task_leaves_the_request_for_a_rerun_even_when_strict(
+    store, coordinator, queue
+):
+    tasks = RecordingTasks(fail_on="process-outage")
+    handler = Handler(store, coordinator, queue, tasks)
+    deliver(handler, "inspect")
+    deliver(handler, "wait")
+    with pytest.raises(errors.ServiceUnavailable):
+        deliver(handler, "continue", request_id="ramdisk-1")
+    assert store.get_node(NODE).state == State.PROCESSING
+    assert store.find_request("ramdisk-1").status == requests.INTERRUPTED
+    # Redelivered: a strict event, but its task is known unfinished: no deja vu.
+    assert deliver(handler, "continue", request_id="ramdisk-1").outcome == "ack"
+    assert [call for call, _ in tasks.calls].count("process") == 2
+    assert store.get_node(NODE).state == State.PROCESSING
+    assert store.find_request("ramdisk-1").status == requests.DONE
+    assert queue.events()[-1] == "finish"
+
+
+def _finished_node(handler, store):
+    for event in ("inspect", "wait", "continue", "finish"):
+        deliver(handler, event)
+    return store.get_node(NODE)
+
+
+def _epoch(moment: datetime.datetime) -> float:
+    return moment.replace(tzinfo=datetime.UTC).timestamp()
+
+
+def test_expire_removes_an_ended_introspection(handler, store):
+    node = _finished_node(handler, store)
+    assert node.state == State.FINISHED
+    later = _epoch(node.finished_at) + 1
+    assert deliver(handler, EXPIRE, enqueued_at=later).outcome == "ack"
+    with pytest.raises(errors.NotFound):
+        store.get_node(NODE)
+    assert deliver(handler, EXPIRE, enqueued_at=later).outcome == "ack"  # gone: consumed
+
+
+def test_expire_keeps_a_node_restarted_since_the_request(handler, store):
+    node = _finished_node(handler, store)
+    stale = Request(node_uuid=NODE, event=EXPIRE, enqueued_at=_epoch(node.finished_at) + 0.5)
+    deliver(handler, "inspect", request_id="again")
+    delivery = FakeDelivery(stale)
+    handler.handle(delivery)
+    assert delivery.outcome == "ack"
+    assert store.get_node(NODE).state == State.STARTING
+    # Restarted and ended again after the request was made: kept as well.
+    for event in ("wait", "continue", "finish"):
+        deliver(handler, event)
+    handler.handle(FakeDelivery(stale))
+    assert store.get_node(NODE).state == State.FINISHED
 
 
 def test_delete_removes_the_node_and_is_always_consumed(handler, store):

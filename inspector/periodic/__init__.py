@@ -1,0 +1,1 @@
+"""Leader-elected periodic tasks: the clean-up tasks only enqueue; workers do the work."""

@@ -1,0 +1,100 @@
+"""The clean-up tasks a periodic leader runs. Each selects nodes and only enqueues
+requests for the workers (time-out, delete, expire); none changes a node itself.
+
+Every enqueue is preceded by a leadership check, so a deposed leader stops at once.
+"""
+
+import dataclasses
+import logging
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any, Protocol
+
+from inspector.broker.message import DELETE, EXPIRE, Request
+from inspector.coordination.election import Leadership
+from inspector.machine import Event, State
+from inspector.store import Store
+
+LOG = logging.getLogger(__name__)
+
+#: Page size of the store and Ironic listings of the synchronisation task.
+PAGE_SIZE = 1000
+
+
+class Publisher(Protocol):
+    def put(self, request: Request) -> None: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class PeriodicTask:
+    name: str
+    period: float
+    run: Callable[[Leadership], str]  # returns a one-line outcome for the run record
+
+
+class CleanUp:
+    """The three clean-up tasks of the design, on one store, queue and Ironic."""
+
+    def __init__(self, store: Store, queue: Publisher, ironic: Any, conf: Any) -> None:
+        self.store = store
+        self.queue = queue
+        self.ironic = ironic
+        self.conf = conf
+
+    def tasks(self) -> list[PeriodicTask]:
+        group, default = self.conf.clean_up, self.conf.clean_up_period
+        return [
+            PeriodicTask("timeout", group.timeout_period or default, self.timeout),
+            PeriodicTask("ironic_sync", group.ironic_sync_period or default, self.ironic_sync),
+            PeriodicTask("expiry", group.expiry_period or default, self.expiry),
+        ]
+
+    def _enqueue(self, leadership: Leadership, uuids: list[str], event: str) -> int:
+        for uuid in uuids:
+            leadership.check()
+            self.queue.put(Request(node_uuid=uuid, event=event))
+        return len(uuids)
+
+    def timeout(self, leadership: Leadership) -> str:
+        """Introspections running for longer than [DEFAULT] timeout -> `timeout`."""
+        before = self.store.clock() - timedelta(seconds=self.conf.timeout)
+        count = self._enqueue(leadership, self.store.timed_out_nodes(before), Event.TIMEOUT)
+        if count:
+            LOG.info("Timed out %d introspection(s) older than %d s", count, self.conf.timeout)
+        return f"{count} timed out"
+
+    def expiry(self, leadership: Leadership) -> str:
+        """Ended introspections older than report_expiration -> `expire` (their status
+        and stored data go); old task run records too."""
+        before = self.store.clock() - timedelta(seconds=self.conf.clean_up.report_expiration)
+        count = self._enqueue(leadership, self.store.expired_nodes(before), EXPIRE)
+        leadership.check()
+        forgotten = self.store.forget_runs(before)
+        if count:
+            LOG.info("Expiring %d introspection(s) that ended before %s", count, before)
+        return f"{count} expired, {forgotten} run records forgotten"
+
+    def ironic_sync(self, leadership: Leadership) -> str:
+        """Nodes the store has and Ironic no longer has -> `delete`.
+
+        The store is read before Ironic, so a node enrolled in Ironic in between is
+        seen there; nodes being enrolled by discovery are not in Ironic yet: skipped.
+        """
+        if self.ironic is None:
+            return "no Ironic"
+        ours: set[str] = set()
+        after = None
+        while page := self.store.node_uuids(
+            limit=PAGE_SIZE, after=after, skip_states=(State.ENROLLING,)
+        ):
+            ours.update(page)
+            after = page[-1]
+            leadership.check()
+        if not ours:
+            return "0 removed"
+        for node in self.ironic.iter_nodes(page_size=PAGE_SIZE, fields=["uuid"]):
+            ours.discard(node.uuid)
+        count = self._enqueue(leadership, sorted(ours), DELETE)
+        if count:
+            LOG.info("Removing %d node(s) that Ironic no longer has", count)
+        return f"{count} removed"
