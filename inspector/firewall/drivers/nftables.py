@@ -125,8 +125,8 @@ class NftablesDriver(Driver):
         # Nothing changed (the periodic sync): look that the hook is still there; a
         # listing costs about as much as the rest, so a real change does without it and
         # fails, then is replaced whole, if the table went away (`nft flush ruleset`).
-        # Nothing unchanged is re-stated: a deletion in a batch waits for an RCU grace
-        # period in the kernel, an add-only batch commits at once.
+        # Nothing unchanged is re-stated: a batch that deletes anything spends 10-25 ms
+        # in the kernel's commit, an add-only batch 3-5 ms (bench/firewall.py).
         if change.is_empty:
             if not self._is_hooked():
                 raise FirewallError(f"the hook of table {self.table} is gone")
