@@ -112,6 +112,11 @@ class Election:
         leadership = self._leadership
         return leadership if leadership is not None and leadership.valid() else None
 
+    @property
+    def members(self) -> frozenset[str]:
+        """The group's members at the last look."""
+        return self._seen
+
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name=f"election-{self.kind}")
         self._thread.daemon = True

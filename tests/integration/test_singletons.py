@@ -4,14 +4,16 @@ SIGTERM, and a frozen leader fenced off when it wakes up."""
 
 import itertools
 import os
+import re
 import signal
 import time
 
 import pytest
+import requests
 from sqlalchemy import create_engine, text
 from sqlalchemy.pool import NullPool
 
-from tests.integration.cluster import running_deployment, wait_for
+from tests.integration.cluster import running_deployment, wait_for, wait_state
 
 pytestmark = pytest.mark.integration
 
@@ -172,3 +174,39 @@ def test_frozen_leader_is_fenced_when_it_wakes(cluster):
     )
     assert leader.alive(), leader.log_text()
     assert_no_overlap(runs, killed=set())
+
+
+QUANTUM = 0.2
+POWER_ON = re.compile(r"\] (?:power on|rebooting) at (\d+\.\d+)")
+
+
+def test_reboot_throttle_spaces_power_ons_across_three_workers(
+    tmp_path, postgresql_admin, rabbitmq_server, redis_server, ironic_url, ironic_api
+):
+    nodes = [ironic_api.enroll()["uuid"] for _ in range(30)]
+    with running_deployment(
+        tmp_path,
+        postgresql_admin,
+        queue_url=rabbitmq_server,
+        redis_url=redis_server,
+        ironic_url=ironic_url,
+        workers=3,
+        options={"worker": {"reboot_throttle": QUANTUM, "pool_size": 4}},
+    ) as cluster:
+        for node in nodes:
+            answer = requests.post(f"{cluster.url}/v1/introspection/{node}", timeout=10)
+            assert answer.status_code == 202, answer.text
+        for node in nodes:
+            wait_state(cluster, node, "waiting", timeout=60)
+        times = sorted(
+            float(match)
+            for worker in cluster.workers
+            for match in POWER_ON.findall(worker.log_text())
+        )
+        assert len(times) == len(nodes), cluster.logs()
+        busy = [w for w in cluster.workers if POWER_ON.search(w.log_text())]
+        assert len(busy) > 1, "one worker did every power-on: the test proves nothing"
+        gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
+        assert min(gaps) >= QUANTUM, gaps
+        for node in nodes:
+            assert ironic_api.get_node(node)["power_state"] == "power on"

@@ -1,0 +1,160 @@
+"""Leader election on a fake DLM shared by simulated processes: one leader, re-election
+when the group shrinks or the lease is lost, fencing by the local lease deadline."""
+
+import threading
+import time
+
+import pytest
+
+from inspector.coordination.election import Election, Fenced, Leadership
+from inspector.lifecycle import Lifecycle, Outages, RetryPolicy
+from tests.fakes.dlm import FakeDLM
+from tests.integration.cluster import wait_for
+
+KIND = "periodic"
+
+
+class Process:
+    """One simulated process: its DLM member, lifecycle and election; its body records
+    the terms it led and runs until its leadership ends."""
+
+    def __init__(self, dlm: FakeDLM, name: str, terms: list, budget: float = 60.0) -> None:
+        self.member = dlm.member(name)
+        self.lifecycle = Lifecycle()
+        self.led: list[int] = []
+        self.active = threading.Event()
+        self.terms = terms
+        outages = Outages(self.lifecycle, {"DLM": RetryPolicy(int(budget / 0.01), 0.01)})
+        self.election = Election(
+            self.member,
+            KIND,
+            self.body,
+            self.lifecycle,
+            outages,
+            interval=0.01,
+            claim=self.claim,
+        )
+
+    def claim(self, kind, holder):
+        self.terms.append(holder)
+        return len(self.terms)
+
+    def body(self, leadership: Leadership) -> None:
+        self.led.append(leadership.term)
+        self.active.set()
+        try:
+            while not leadership.wait(0.01):
+                pass
+        finally:
+            self.active.clear()
+
+    def leading(self) -> bool:
+        return self.active.is_set()
+
+
+@pytest.fixture
+def cluster():
+    dlm = FakeDLM()
+    terms: list[str] = []
+    processes = [Process(dlm, f"p{i}", terms) for i in range(3)]
+    for process in processes:
+        process.election.start()
+    yield processes
+    for process in processes:
+        process.lifecycle.stop("test over")
+        process.election.join(5)
+
+
+def leaders(processes) -> list[Process]:
+    return [p for p in processes if p.leading()]
+
+
+def test_exactly_one_leader(cluster):
+    wait_for(lambda: leaders(cluster), 5, 0.01, "a leader")
+    for _ in range(20):
+        assert len(leaders(cluster)) <= 1
+    assert sum(len(p.led) for p in cluster) == 1
+
+
+def test_sigterm_hands_over_and_leaves_the_group(cluster):
+    first = wait_for(lambda: leaders(cluster), 5, 0.01, "a leader")[0]
+    first.lifecycle.stop("SIGTERM")
+    assert first.election.join(5)
+    assert not first.leading()
+    assert first.member.member_id not in first.member.members("inspector-periodic")
+    wait_for(lambda: leaders(cluster), 5, 0.01, "a new leader")
+
+
+def test_crashed_leader_is_replaced_and_its_loop_stops(cluster):
+    first = wait_for(lambda: leaders(cluster), 5, 0.01, "a leader")[0]
+    first.member.is_cut = True  # kill -9 as the others see it: gone, lease expired
+    first.member.crash()
+    new = wait_for(lambda: [p for p in leaders(cluster) if p is not first], 5, 0.01, "new")
+    assert new[0].led[-1] > first.led[-1]
+    wait_for(lambda: not first.leading(), 5, 0.01, "the cut-off leader stopping")
+
+
+def test_shrinking_group_resets_the_leader_and_re_elects(cluster):
+    first = wait_for(lambda: leaders(cluster), 5, 0.01, "a leader")[0]
+    wait_for(lambda: len(first.election.members) == 3, 5, 0.01, "the leader seeing all")
+    follower = next(p for p in cluster if p is not first)
+    follower.lifecycle.stop("SIGTERM")
+    follower.election.join(5)
+    # Every member resets on shrinkage: the leader's term ends, a new one begins.
+    wait_for(lambda: sum(len(p.led) for p in cluster) >= 2, 5, 0.01, "a re-election")
+    wait_for(lambda: len(leaders(cluster)) == 1, 5, 0.01, "one leader")
+
+
+def test_growth_is_ignored(cluster):
+    first = wait_for(lambda: leaders(cluster), 5, 0.01, "a leader")[0]
+    dlm = first.member.dlm
+    newcomer = Process(dlm, "late", [])
+    newcomer.election.start()
+    try:
+        wait_for(lambda: "late" in first.member.members("inspector-periodic"), 5, 0.01, "joined")
+        assert first.leading() and len(first.led) == 1
+    finally:
+        newcomer.lifecycle.stop("test over")
+        newcomer.election.join(5)
+
+
+def test_lost_lease_resets_the_leader():
+    dlm = FakeDLM()
+    process = Process(dlm, "solo", [])
+    process.election.start()
+    try:
+        wait_for(process.leading, 5, 0.01, "leading")
+        with dlm.guard:
+            dlm.leases.clear()  # expired, as after a freeze longer than the lease
+            dlm.leases["inspector-leader-periodic"] = "someone-else"
+        wait_for(lambda: not process.leading(), 5, 0.01, "stepping down")
+    finally:
+        process.lifecycle.stop("test over")
+        process.election.join(5)
+
+
+def test_dlm_outage_past_its_budget_stops_the_process():
+    dlm = FakeDLM()
+    process = Process(dlm, "solo", [], budget=0.2)
+    process.election.start()
+    wait_for(process.leading, 5, 0.01, "leading")
+    process.member.is_cut = True
+    assert process.lifecycle.shutdown.wait(5)
+    assert process.lifecycle.exit_status == 1
+    assert "gave up on DLM" in process.lifecycle.reason
+    assert process.election.join(5)
+    assert not process.leading()
+
+
+def test_leadership_is_not_trusted_past_its_lease():
+    leadership = Leadership(KIND, "me", 7, lease_seconds=10.0, acquired_at=time.monotonic())
+    assert leadership.valid()
+    leadership.check()
+    stale = Leadership(KIND, "me", 7, lease_seconds=1.0, acquired_at=time.monotonic() - 1.0)
+    assert not stale.valid()  # frozen past (most of) its lease: fenced
+    assert stale.trusted_until() < time.time()
+    with pytest.raises(Fenced, match="term 7"):
+        stale.check()
+    leadership.reset.set()
+    assert not leadership.valid()
+    assert leadership.wait(0)
