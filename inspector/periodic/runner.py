@@ -55,7 +55,8 @@ class Runner:
                     self.run_once(task, leadership)
                 except ServiceUnavailable as exc:
                     LOG.warning("Periodic task %s not run: %s", task.name, exc.message)
-                    self.outages.failed(exc.service or "a backend", exc.message)
+                    if exc.service:
+                        self.outages.failed(exc.service, exc.message)
                 if leadership.wait(task.period):
                     return
         except Fenced as exc:
@@ -69,9 +70,15 @@ class Runner:
         started = time.monotonic()
         try:
             outcome = task.run(leadership)
-        except (ServiceUnavailable, Fenced) as exc:
+        except Fenced as exc:
             self._finish(run_id, leadership, f"stopped: {exc.message}")
             raise
+        except ServiceUnavailable as exc:
+            if exc.service:  # an outage: counted against its budget by the loop
+                self._finish(run_id, leadership, f"stopped: {exc.message}")
+                raise
+            LOG.error("Periodic task %s failed: %s", task.name, exc.message)
+            outcome = f"failed: {exc.message}"
         except Exception as exc:
             LOG.exception("Periodic task %s failed", task.name)
             outcome = f"failed: {exc}"

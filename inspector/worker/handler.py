@@ -194,13 +194,13 @@ class Handler:
         try:
             self.faults.task_delay(request.event)
             follow_ups = self.tasks.run(node, request, transition)
-        except errors.ServiceUnavailable:
-            # A backend outage, not a verdict on the node: leave the request unacked so
-            # it runs again (the process gives up on the backend meanwhile), and say the
-            # task is known unfinished so that even a strict event may run it again.
-            self._interrupted(request)
-            raise
         except Exception as exc:
+            if isinstance(exc, errors.ServiceUnavailable) and exc.service:
+                # A backend outage, not a verdict on the node: leave the request unacked
+                # so it runs again (the process gives up on the backend meanwhile), and
+                # say the task is known unfinished so even a strict event may rerun it.
+                self._interrupted(request)
+                raise
             message = exc.message if isinstance(exc, errors.InspectorError) else str(exc)
             self._log(request, logging.ERROR, "task failed: %s", message, exc_info=True)
             self._fail(node, request, f"{transition.target} failed: {message}")

@@ -24,7 +24,11 @@ POLL = 0.05
 
 
 class Interrupted(ServiceUnavailable):
-    """Shutdown while waiting for a turn to power on: the power-on did not happen."""
+    """Shutdown while waiting for a turn to power on: the power-on did not happen (the
+    request goes back to the queue, the node is not failed)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, service="reboot throttle")
 
 
 class RebootThrottle:
