@@ -29,6 +29,11 @@ FOLLOW_UPS: dict[State, tuple[Event, ...]] = {
 }
 
 
+def _no_dns(*_args, **_kwargs) -> list:
+    """A resolver that resolves nothing (see Tasks._refuse_known_bmc)."""
+    return []
+
+
 #: The error message of an `error` event whose request carries none.
 DEFAULT_ERROR = "Introspection failed"
 
@@ -138,6 +143,7 @@ class Tasks:
                     f"Not enrolling: MAC {mac} already belongs to Ironic node {owner}"
                 )
         if wanted[lookup.BMC]:
+            self._refuse_known_bmc(node.uuid, wanted[lookup.BMC])
             driver_info.setdefault("ipmi_address", wanted[lookup.BMC][0])
         try:
             self.ironic.create_node(
@@ -150,6 +156,21 @@ class Tasks:
             self.ironic.get_node(node.uuid)  # created by an earlier attempt of this task
         self.store.set_attributes(node.uuid, wanted)
         LOG.info("[node %s req %s] enrolled in Ironic", node.uuid, request.request_id)
+
+    def _refuse_known_bmc(self, node_uuid: str, bmcs: list[str]) -> None:
+        """Discovery must not enrol a second node for a BMC Ironic already has (as
+        ironic-inspector's enroll hook refused). Literal addresses only: resolving the
+        host names of every node's driver_info would make discovery hang on DNS."""
+        wanted = set(bmcs)
+        for known in self.ironic.iter_nodes(fields=["driver_info"]):
+            if known.uuid == node_uuid:
+                continue
+            shared = wanted & set(bmc_addresses(known.driver_info or {}, resolve=_no_dns))
+            if shared:
+                raise ProcessingError(
+                    f"Not enrolling: BMC address {', '.join(sorted(shared))} already "
+                    f"belongs to Ironic node {known.uuid}"
+                )
 
     def _power_off(self) -> bool:
         return self.conf is None or self.conf.processing.power_off

@@ -174,6 +174,17 @@ def test_enroll_refuses_a_mac_owned_by_another_node(store, ironic, conf):
     assert recorded.uuid not in ironic.nodes
 
 
+def test_enroll_refuses_a_bmc_address_another_node_has(store, ironic, conf):
+    other = ironic.add_node(driver_info={"redfish_address": "https://192.0.2.20:8000/"})
+    ironic.add_node(driver_info={"ipmi_address": "bmc.example.invalid"})  # never resolved
+    recorded = started(store, "5e1f0a2b-6c3d-4e5f-8a9b-0c1d2e3f4a5b")
+    payload = dict(IPA, inventory=dict(IPA["inventory"], bmc_address="192.0.2.20"))
+    store.store_data(recorded.uuid, payload, processed=False)
+    with pytest.raises(Exception, match=f"192.0.2.20 already belongs to Ironic node {other.uuid}"):
+        run(Tasks(store, ironic, conf), recorded, Event.ENROLL)
+    assert recorded.uuid not in ironic.nodes
+
+
 def test_a_driver_change_by_rule_resets_interfaces_in_the_one_patch(store, ironic, conf):
     node = ironic.add_node()
     ironic.add_port(node.uuid, IPA["inventory"]["interfaces"][0]["mac_address"])
