@@ -4,6 +4,7 @@ Pure values only; the drivers turn them into iptables, nftables, ipset or dnsmas
 """
 
 import dataclasses
+import math
 import re
 from collections.abc import Iterable
 
@@ -44,7 +45,8 @@ class RuleSet:
 
     Packets to the DHCP port on the PXE interface: not `open` -> dropped; open -> a
     whitelisted source MAC is accepted, a blacklisted one dropped, any other one accepted
-    unless `deny_unknown`. A MAC in both lists counts as whitelisted.
+    unless `deny_unknown`. A MAC in both lists counts as whitelisted. With `open_until`,
+    the kernel itself closes the port at that moment unless a later apply moves it.
     """
 
     #: MACs of nodes under introspection (normalised).
@@ -55,8 +57,14 @@ class RuleSet:
     open: bool
     #: [pxe_filter] deny_unknown_macs: MACs in neither list are dropped too.
     deny_unknown: bool
+    #: Epoch seconds after which the port is closed without us (the leader's trust in
+    #: its lease runs out: a killed leader cannot close its own rules); None: open until
+    #: the next apply. Always None when not open.
+    open_until: float | None = None
 
     def __post_init__(self) -> None:
+        if not self.open and self.open_until is not None:
+            object.__setattr__(self, "open_until", None)
         # Checked here, not in each renderer: a batch must never carry a newline or a
         # quote that came in as a "MAC".
         for name in ("whitelist", "blacklist"):
@@ -78,6 +86,7 @@ class RuleSet:
         *,
         open: bool,
         deny_unknown: bool,
+        open_until: float | None = None,
     ) -> "RuleSet":
         """A RuleSet from MACs in any spelling normalise_mac accepts."""
         return cls(
@@ -85,6 +94,7 @@ class RuleSet:
             frozenset(normalise_mac(mac) for mac in blacklist),
             open=open,
             deny_unknown=deny_unknown,
+            open_until=open_until,
         )
 
     @property
@@ -105,8 +115,11 @@ class Delta:
     whitelist_removed: frozenset[str]
     blacklist_added: frozenset[str]
     blacklist_removed: frozenset[str]
-    #: open or deny_unknown changed: the final verdict of the PXE chain is rewritten.
+    #: open or deny_unknown changed, or open_until came or went: the final verdict of
+    #: the PXE chain is rewritten.
     verdict_changed: bool
+    #: Only the moment open_until changed (the leader's refresh).
+    expiry_changed: bool = False
 
     @property
     def size(self) -> int:
@@ -120,7 +133,7 @@ class Delta:
 
     @property
     def is_empty(self) -> bool:
-        return self.size == 0 and not self.verdict_changed
+        return self.size == 0 and not self.verdict_changed and not self.expiry_changed
 
 
 def delta(old: RuleSet, new: RuleSet) -> Delta:
@@ -135,5 +148,15 @@ def delta(old: RuleSet, new: RuleSet) -> Delta:
         whitelist_removed=old.whitelist - new.whitelist,
         blacklist_added=new.blacklist - old.blacklist,
         blacklist_removed=old.blacklist - new.blacklist,
-        verdict_changed=(old.open, old.deny_unknown) != (new.open, new.deny_unknown),
+        verdict_changed=_verdict(old) != _verdict(new),
+        expiry_changed=old.open_until != new.open_until,
     )
+
+
+def _verdict(rules: RuleSet) -> tuple[bool, bool, bool]:
+    return rules.open, rules.deny_unknown, rules.open_until is not None
+
+
+def seconds_left(open_until: float, now: float) -> float:
+    """Whole milliseconds from now until open_until, rounded down, never negative."""
+    return max(0.0, math.floor((open_until - now) * 1000) / 1000)

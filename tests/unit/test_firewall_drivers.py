@@ -4,6 +4,7 @@ apply sends (recorded), the dnsmasq hostsdir on a temporary directory, the rule 
 INSPECTOR_UPDATE_GOLDEN=1 rewrites the golden files from the renderers (review the diff).
 """
 
+import dataclasses
 import os
 import pathlib
 import subprocess
@@ -551,3 +552,100 @@ def test_dnsmasq_check_refuses_an_unwritable_hostsdir(tmp_path):
     blocker.write_text("")
     with pytest.raises(ConfigError, match="dnsmasq driver unavailable: cannot create"):
         DnsmasqDriver(hostsdir=str(blocker / "hosts")).check()
+
+
+# The leader's expiry (RuleSet.open_until): the kernel closes by itself.
+
+#: A wall clock for the renderers, and an open rule set that expires 2.4567 s later.
+NOW = 1_700_000_000.0
+EXPIRING = RuleSet.of([A, C], [B, C, D], open=True, deny_unknown=False, open_until=NOW + 2.4567)
+
+
+@pytest.mark.parametrize("name", sorted(DRIVERS))
+def test_render_with_expiry_matches_golden(name):
+    driver = make(name)
+    driver.clock = lambda: NOW
+    strict = dataclasses.replace(EXPIRING, deny_unknown=True)
+    text = driver.render(EXPIRING) + driver.render(strict)
+    golden(GOLDEN / name / "expiring.txt", text)
+
+
+def test_expiry_is_dropped_when_closed_and_changes_only_the_expiry():
+    closed = RuleSet.of([A], [B], open=False, deny_unknown=False, open_until=NOW)
+    assert closed.open_until is None
+    later = dataclasses.replace(EXPIRING, open_until=NOW + 3)
+    change = delta(EXPIRING, later)
+    assert change.expiry_changed
+    assert not change.verdict_changed
+    assert not change.is_empty
+    assert delta(FIRST, EXPIRING).verdict_changed  # an expiry came: the chain changes
+
+
+def test_iptables_expiry_rounds_down_to_the_last_whole_second():
+    driver = IptablesDriver(interface="pxe0")
+    # 14:13:22.4567 UTC: the time match holds through 14:13:21.999, never past the end.
+    rules = dataclasses.replace(EXPIRING, open_until=1_700_000_002.4567)
+    assert "-m time --datestop 2023-11-14T22:13:21 -j ironic-inspector-wl" in driver.render(rules)
+    rules = dataclasses.replace(EXPIRING, open_until=1_700_000_002.0)
+    assert "--datestop 2023-11-14T22:13:21 " in driver.render(rules)
+
+
+def test_iptables_refresh_rewrites_the_main_chain_only():
+    recorder = Recorder()
+    driver = IptablesDriver(recorder, interface="pxe0")
+    driver.apply(EXPIRING)
+    recorder.reset()
+    driver.apply(dataclasses.replace(EXPIRING, open_until=NOW + 4.2))
+    (batch,) = recorder.batches("iptables-restore")
+    assert batch == (
+        "*filter\n"
+        ":ironic-inspector - [0:0]\n"
+        "-A ironic-inspector -m time --datestop 2023-11-14T22:13:23 -j ironic-inspector-wl\n"
+        "-A ironic-inspector -m time --datestop 2023-11-14T22:13:23 -j ironic-inspector-bl\n"
+        "-A ironic-inspector -m time --datestop 2023-11-14T22:13:23 -j ACCEPT\n"
+        "-A ironic-inspector -j DROP\n"
+        "COMMIT\n"
+    )
+
+
+def test_nftables_refresh_replaces_the_element_in_one_transaction():
+    recorder = Recorder()
+    driver = NftablesDriver(recorder, interface="pxe0")
+    driver.clock = lambda: NOW
+    driver.apply(EXPIRING)
+    assert "elements = { 67 timeout 2456ms }" in recorder.batches("nft")[0]
+    recorder.reset()
+    driver.clock = lambda: NOW + 0.5
+    driver.apply(dataclasses.replace(EXPIRING, open_until=NOW + 2.9))
+    t = "inet ironic-inspector"
+    assert recorder.batches("nft") == [
+        f"add set {t} open {{ type inet_service; flags timeout; }}\n"
+        f"flush set {t} open\n"
+        f"add element {t} open {{ 67 timeout 2400ms }}\n"
+    ]
+    recorder.reset()
+    driver.clock = lambda: NOW + 5
+    driver.apply(dataclasses.replace(EXPIRING, open_until=NOW + 4))  # already past
+    assert recorder.batches("nft") == [
+        f"add set {t} open {{ type inet_service; flags timeout; }}\nflush set {t} open\n"
+    ]
+
+
+def test_nftables_expiry_added_to_an_open_table_declares_the_set_before_the_rule():
+    recorder = Recorder()
+    driver = NftablesDriver(recorder, interface="pxe0")
+    driver.clock = lambda: NOW
+    driver.apply(SECOND)
+    recorder.reset()
+    driver.apply(EXPIRING)
+    lines = recorder.batches("nft")[0].splitlines()
+    t = "inet ironic-inspector"
+    assert lines.index(f"flush set {t} open") < lines.index(f"flush chain {t} pxe")
+    assert f"add rule {t} pxe udp dport != @open drop" in lines
+
+
+def test_drivers_say_whether_they_can_expire():
+    assert NftablesDriver.expiry_resolution == 0.001
+    assert IptablesDriver.expiry_resolution == IpsetDriver.expiry_resolution == 1.0
+    assert DnsmasqDriver.expiry_resolution is None
+    assert NoopDriver.expiry_resolution is None

@@ -8,6 +8,8 @@ manager does.
 import logging
 import re
 import threading
+import time
+from collections.abc import Callable
 from typing import Self
 
 from oslo_config import cfg
@@ -48,9 +50,14 @@ class Driver:
 
     #: The [pxe_filter] driver name.
     name: str = ""
+    #: Seconds to which the kernel's own closing at RuleSet.open_until is exact; None:
+    #: the driver cannot close by itself (open_until is ignored: closing needs us).
+    expiry_resolution: float | None = None
 
     def __init__(self, runner: Runner | None = None) -> None:
         self.runner = runner or Runner()
+        #: Wall clock (epoch seconds) turning open_until into what the kernel takes.
+        self.clock: Callable[[], float] = time.time
         # apply/close/remove may come from the sync thread and a SIGTERM handler at once.
         self._lock = threading.RLock()
         # What the kernel (or hostsdir) holds as far as we know; None: unknown, so the

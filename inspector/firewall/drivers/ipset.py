@@ -32,12 +32,13 @@ class IpsetDriver(IptablesDriver):
     def _verdict(self, rules: RuleSet) -> list[str]:
         if not rules.open:
             return [f"-A {self.chain} -j DROP"]
-        final = "DROP" if rules.deny_unknown else "ACCEPT"
-        return [
-            f"-A {self.chain} -m set --match-set {self.whitelist_set} src -j ACCEPT",
-            f"-A {self.chain} -m set --match-set {self.blacklist_set} src -j DROP",
-            f"-A {self.chain} -j {final}",
-        ]
+        return self._passes(
+            rules,
+            [
+                f"-m set --match-set {self.whitelist_set} src -j ACCEPT",
+                f"-m set --match-set {self.blacklist_set} src -j DROP",
+            ],
+        )
 
     def _body(self, rules: RuleSet, *, jump: bool) -> list[str]:
         lines = [f":{self.chain} - [0:0]"]
@@ -120,7 +121,7 @@ class IpsetDriver(IptablesDriver):
         if lines:
             self._ipset("\n".join([*lines, ""]))
         jump = not self._has_jump()
-        if jump or change.verdict_changed:
+        if jump or change.verdict_changed or change.expiry_changed:
             self._restore(self._body(rules, jump=jump))
 
     def _close(self) -> RuleSet | None:

@@ -7,10 +7,13 @@ transaction, so a packet meets either the old chains or the new ones; the INPUT 
 and put back if it went missing. The whitelist chain is looked at before the blacklist
 chain, so whitelisting a MAC never rewrites the (big) blacklist. Nothing outside our
 chains and that one jump is touched. [iptables] ethoib_interfaces is not supported
-(ignored with a warning).
+(ignored with a warning). RuleSet.open_until becomes `-m time --datestop` (UTC, whole
+seconds, rounded down) on the pass rules: the kernel closes the port by itself then.
 """
 
 import logging
+import math
+from datetime import UTC, datetime
 from typing import Self
 
 from oslo_config import cfg
@@ -33,6 +36,7 @@ class IptablesDriver(Driver):
     """Chains `<prefix>` (jumped to from INPUT), `<prefix>-wl` and `<prefix>-bl`."""
 
     name = "iptables"
+    expiry_resolution = 1.0
 
     def __init__(
         self,
@@ -83,12 +87,32 @@ class IptablesDriver(Driver):
         """The main chain: jumps to the lists and the final verdict."""
         if not rules.open:
             return [f"-A {self.chain} -j DROP"]
-        final = "DROP" if rules.deny_unknown else "ACCEPT"
-        return [
-            f"-A {self.chain} -j {self.whitelist_chain}",
-            f"-A {self.chain} -j {self.blacklist_chain}",
-            f"-A {self.chain} -j {final}",
-        ]
+        return self._passes(
+            rules,
+            [f"-j {self.whitelist_chain}", f"-j {self.blacklist_chain}"],
+        )
+
+    def _passes(self, rules: RuleSet, rules_text: list[str]) -> list[str]:
+        """The main chain of an open rule set: `rules_text`, then the final verdict;
+        with an expiry every rule but the final DROP carries the time match."""
+        until = self._until(rules)
+        if not rules.deny_unknown:
+            rules_text = [*rules_text, "-j ACCEPT"]
+        if until is None:
+            final = ["-j DROP"] if rules.deny_unknown else []
+        else:
+            rules_text = [f"{until} {text}" for text in rules_text]
+            final = ["-j DROP"]
+        return [f"-A {self.chain} {text}" for text in [*rules_text, *final]]
+
+    @staticmethod
+    def _until(rules: RuleSet) -> str | None:
+        """`-m time --datestop <UTC>`: the match holds through the whole second it names,
+        so the last second that ends by open_until."""
+        if rules.open_until is None:
+            return None
+        last = datetime.fromtimestamp(math.floor(rules.open_until) - 1, UTC)
+        return f"-m time --datestop {last.strftime('%Y-%m-%dT%H:%M:%S')}"
 
     def _entry(self, op: str, chain: str, mac: str) -> str:
         target = "ACCEPT" if chain == self.whitelist_chain else "DROP"
@@ -116,7 +140,11 @@ class IptablesDriver(Driver):
     def check(self) -> None:
         probe = f"{self.chain}-probe"
         batch = _table(
-            [f":{probe} - [0:0]", f"-A {probe} -m mac --mac-source 00:00:00:00:00:00 -j DROP"]
+            [
+                f":{probe} - [0:0]",
+                f"-A {probe} -m mac --mac-source 00:00:00:00:00:00 -j DROP",
+                f"-A {probe} -m time --datestop 2038-01-01T00:00:00 -j DROP",
+            ]
         )
         try:
             self.runner.run([self.iptables, "--version"])
@@ -142,7 +170,7 @@ class IptablesDriver(Driver):
         if not self._has_jump():
             lines.append(f"-I {self.jump}")
         lines += self._list_changes(change)
-        if change.verdict_changed:
+        if change.verdict_changed or change.expiry_changed:
             lines += [f":{self.chain} - [0:0]", *self._verdict(rules)]
         if lines:
             self._restore(lines)

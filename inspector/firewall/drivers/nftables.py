@@ -5,7 +5,10 @@ ether_addr sets. Guarantees: an nft batch is one kernel transaction, so every ap
 (delete the table and recreate it whole, or add/delete a few set elements) is atomic.
 An apply with nothing to change lists the hook chain and rewrites the table whole if
 the jump is gone; a patch of a table that went away fails and is replaced whole. The
-whitelist set is looked at before the blacklist set.
+whitelist set is looked at before the blacklist set. RuleSet.open_until becomes the
+timeout of the one element of the set `open` (the DHCP port), which the pass rules
+need: the kernel closes the port by itself when the timeout runs out (millisecond
+resolution); a refresh replaces the element in one transaction.
 The table is named after [iptables] firewall_chain and touches only DHCP packets
 (UDP 67, or 547 with ip_version 6) arriving on [iptables] dnsmasq_interface.
 """
@@ -18,7 +21,7 @@ from inspector.errors import ConfigError, FirewallError
 from inspector.firewall.commands import Runner
 from inspector.firewall.drivers.base import Driver, checked_interface, checked_name
 from inspector.firewall.drivers.iptables import DHCP_PORT
-from inspector.firewall.rules import CLOSED, Delta, RuleSet
+from inspector.firewall.rules import CLOSED, Delta, RuleSet, seconds_left
 
 #: nft's own limit on table names is generous; keep the iptables one for a shared option.
 MAX_TABLE = 24
@@ -29,6 +32,7 @@ class NftablesDriver(Driver):
     """Table `inet <prefix>`: sets whitelist and blacklist, chains input (hook) and pxe."""
 
     name = "nftables"
+    expiry_resolution = 0.001
 
     def __init__(
         self,
@@ -63,7 +67,10 @@ class NftablesDriver(Driver):
     def _verdict(rules: RuleSet) -> list[str]:
         if not rules.open:
             return ["drop"]
+        # With an expiry, a port missing from @open (its element timed out) is closed.
+        expiry = [] if rules.open_until is None else ["udp dport != @open drop"]
         return [
+            *expiry,
             "ether saddr @whitelist accept",
             "ether saddr @blacklist drop",
             "drop" if rules.deny_unknown else "accept",
@@ -78,6 +85,21 @@ class NftablesDriver(Driver):
             lines.append("\t\t}")
         return [*lines, "\t}"]
 
+    def _open_element(self, rules: RuleSet) -> list[str]:
+        """The element of @open, `67 timeout 2400ms`, while time is left (else none)."""
+        assert rules.open_until is not None
+        left = round(seconds_left(rules.open_until, self.clock()) * 1000)
+        return [f"{DHCP_PORT[self.ip_version]} timeout {left}ms"] if left > 0 else []
+
+    def _open_set(self, rules: RuleSet) -> list[str]:
+        if rules.open_until is None:
+            return []
+        lines = ["\tset open {", "\t\ttype inet_service", "\t\tflags timeout"]
+        elements = self._open_element(rules)
+        if elements:
+            lines.append(f"\t\telements = {{ {elements[0]} }}")
+        return [*lines, "\t}"]
+
     def render(self, rules: RuleSet) -> str:
         # Adding the table first makes the delete succeed on a first apply; both and the
         # new content are one transaction.
@@ -87,6 +109,7 @@ class NftablesDriver(Driver):
             f"table {self.table} {{",
             *self._set("whitelist", rules.whitelist),
             *self._set("blacklist", rules.blacklist),
+            *self._open_set(rules),
             "\tchain pxe {",
             *(f"\t\t{line}" for line in self._verdict(rules)),
             "\t}",
@@ -99,9 +122,14 @@ class NftablesDriver(Driver):
         return "\n".join([*lines, ""])
 
     def check(self) -> None:
+        # The open rule set with an expiry: nft and the kernel must take set timeouts.
+        probe = RuleSet(
+            frozenset(), frozenset(), open=True, deny_unknown=True, open_until=self.clock() + 60
+        )
         try:
             self.runner.run(["nft", "--version"])
             self.runner.run(["nft", "--check", "-f", "-"], stdin=self.render(CLOSED))
+            self.runner.run(["nft", "--check", "-f", "-"], stdin=self.render(probe))
         except FirewallError as exc:
             raise ConfigError(
                 f"nftables driver unavailable: {exc.message}; install nftables or use "
@@ -140,6 +168,12 @@ class NftablesDriver(Driver):
         ):
             if macs:
                 lines.append(f"{verb} element {t} {name} {{ {', '.join(sorted(macs))} }}")
+        if rules.open_until is not None and (change.expiry_changed or change.verdict_changed):
+            # `add set` is a no-op when it exists; flush + add replaces the element (and
+            # its timeout) in this one transaction, whatever the kernel held.
+            lines.append(f"add set {t} open {{ type inet_service; flags timeout; }}")
+            lines.append(f"flush set {t} open")
+            lines += [f"add element {t} open {{ {e} }}" for e in self._open_element(rules)]
         if change.verdict_changed:
             lines.append(f"flush chain {t} pxe")
             lines += [f"add rule {t} pxe {line}" for line in self._verdict(rules)]
