@@ -22,4 +22,39 @@ OPTS = [
         help="Seconds between two polls of the store for the whitelist. "
         "0 disables polling (the pub-sub channel alone keeps it current).",
     ),
+    cfg.BoolOpt(
+        "channel_enabled",
+        default=True,
+        help="Keep both lists current through the pub-sub channel as well: the workers "
+        "announce introspections starting and ending, and ports added or removed. False: "
+        "polling alone.",
+    ),
+    cfg.StrOpt(
+        "channel_url",
+        default="",
+        secret=True,
+        help="oslo.messaging URL of the pub-sub channel, e.g. "
+        "rabbit://user:pass@host:5672/. Empty: the RabbitMQ of [queue] transport_url "
+        "(in-process with memory://; none with a Redis queue, then polling alone).",
+    ),
+    cfg.StrOpt(
+        "channel_topic",
+        default="inspector_firewall",
+        help="Notification topic of the channel (exchange `inspector`).",
+    ),
+    cfg.StrOpt(
+        "ironic_topic",
+        default="",
+        help="Topic of Ironic's versioned notifications "
+        "(ironic_versioned_notifications) on the channel's broker: ports created, "
+        "updated or deleted in Ironic reach the blacklist at once. Empty: not listened "
+        "to. Set it only when Ironic sends them ([DEFAULT] notification_level = info, "
+        "[oslo_messaging_notifications] driver = messagingv2) to the same RabbitMQ, "
+        "with the same [oslo_messaging_rabbit] amqp_durable_queues as Ironic.",
+    ),
+    cfg.StrOpt(
+        "ironic_exchange",
+        default="ironic",
+        help="Exchange of Ironic's notifications (Ironic's control_exchange).",
+    ),
 ]

@@ -12,7 +12,7 @@ from typing import Any
 from inspector.broker.message import Request
 from inspector.errors import Conflict
 from inspector.ironic import bmc_addresses
-from inspector.machine import Event, State, Transition
+from inspector.machine import FINAL_STATES, Event, State, Transition
 from inspector.processing import hooks as hook_plugins
 from inspector.processing import lookup, pipeline
 from inspector.processing.context import ProcessingError
@@ -42,6 +42,10 @@ class Tasks:
     """Runs the task of a transition: the Ironic work of starting an introspection, and
     the processing of ramdisk data. Tests subclass it to record or fail."""
 
+    #: Tells the PXE firewalls when an introspection starts and ends
+    #: (broker.channels.Announcer); None: they learn it by polling the store only.
+    announcer: Any = None
+
     def __init__(
         self,
         store: Store | None = None,
@@ -49,18 +53,21 @@ class Tasks:
         conf: Any = None,
         *,
         throttle: Any = None,
+        announcer: Any = None,
     ) -> None:
         self.store = store
         self.ironic = ironic
         self.conf = conf
         #: The reboot throttle (worker.throttle.RebootThrottle); None: no throttle.
         self.throttle = throttle
+        self.announcer = announcer
         # Loaded once: an unknown hook name stops start-up, not every introspection.
         self.hooks = hook_plugins.load(conf) if conf is not None else []
 
     def has_work(self, target: State) -> bool:
-        """Whether entering target runs a task or enqueues a follow-up."""
-        return target in FOLLOW_UPS
+        """Whether entering target runs a task or enqueues a follow-up (or, with an
+        announcer, announces that the introspection ended)."""
+        return target in FOLLOW_UPS or (self.announcer is not None and target in FINAL_STATES)
 
     def run(self, node: NodeRecord, request: Request, transition: Transition) -> list[Event]:
         """Do the transition's work; return the follow-up events to enqueue."""
@@ -72,6 +79,8 @@ class Tasks:
         }.get(transition.target)
         if handler is not None:
             handler(node, request)
+        if self.announcer is not None and transition.target in FINAL_STATES:
+            self.announcer.introspection_ended(node.uuid)
         return list(FOLLOW_UPS.get(transition.target, ()))
 
     def start(self, node: NodeRecord, request: Request) -> None:
@@ -83,6 +92,9 @@ class Tasks:
         macs = [port.address for port in self.ironic.list_ports(node.uuid)]
         bmcs = bmc_addresses(ironic_node.driver_info)
         self.store.set_attributes(node.uuid, {lookup.MAC: macs, lookup.BMC: bmcs})
+        if self.announcer is not None:
+            # Before the power-on: the leader whitelists the MACs in milliseconds.
+            self.announcer.introspection_started(node.uuid, macs)
         LOG.info(
             "[node %s req %s] lookup by MACs %s, BMC %s",
             node.uuid,

@@ -39,6 +39,7 @@ OWNERS = {
     "cheroot": "inspector.api",
     "automaton": "inspector.machine",
     "kombu": "inspector.broker",
+    "oslo_messaging": "inspector.broker",
     "tooz": "inspector.coordination",
     "sqlalchemy": "inspector.store",
     "alembic": "inspector.store",

@@ -1,0 +1,313 @@
+"""The firewall's pub-sub channel: announcements every worker hears (whitelist and
+blacklist changes, status requests and answers), on oslo.messaging notifications, or
+in-process for `inspector all`.
+
+Owns oslo.messaging: none of its objects or exceptions leave this module. Delivery is
+best effort: a process that is down, or a broker that is, loses announcements, and the
+polling of Ironic and of the store catches up. Handlers run on the channel's thread.
+"""
+
+import copy
+import json
+import logging
+import queue
+import threading
+import uuid
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from oslo_config import cfg
+
+LOG = logging.getLogger(__name__)
+
+#: A node's introspection started: {"node_uuid", "macs"} (whitelist).
+INTROSPECTION_STARTED = "inspector.introspection.start"
+#: A node's introspection ended (finished or error): {"node_uuid"} (whitelist).
+INTROSPECTION_ENDED = "inspector.introspection.end"
+#: A port was added to or removed from Ironic: {"uuid", "address"} (blacklist).
+PORT_ADDED = "inspector.port.add"
+PORT_REMOVED = "inspector.port.remove"
+#: Ironic's own versioned notifications ([DEFAULT] notification_level = info), whose
+#: payload holds the port under "ironic_object.data".
+IRONIC_PORT_ADDED = ("baremetal.port.create.end", "baremetal.port.update.end")
+IRONIC_PORT_REMOVED = ("baremetal.port.delete.end",)
+#: `inspector status` asks {"request_id"}; every firewall manager answers STATUS.
+STATUS_REQUEST = "inspector.firewall.status.request"
+STATUS = "inspector.firewall.status"
+
+#: Seconds a listener may take to stop (oslo.messaging polls its queue once a second).
+STOP_TIMEOUT = 5.0
+#: Publisher id of our notifications.
+PUBLISHER = "inspector"
+
+Handler = Callable[[str, dict], None]
+
+
+class Channel:
+    """Publish announcements to every subscribed process, this one included."""
+
+    #: URL without a password, for logs and status.
+    description = ""
+
+    def __init__(self) -> None:
+        self._handlers: list[Handler] = []
+
+    def subscribe(self, handler: Handler) -> None:
+        """Call handler(event_type, payload) for every announcement (before start)."""
+        self._handlers.append(handler)
+
+    def publish(self, event_type: str, payload: dict) -> None:
+        """Send; never raises (a lost announcement is caught up by polling)."""
+        raise NotImplementedError
+
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def ready(self, timeout: float) -> bool:
+        """Wait up to timeout seconds until this process hears announcements."""
+        return True
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def deliver(self, event_type: str, payload: Any) -> None:
+        for handler in self._handlers:
+            try:
+                handler(event_type, payload if isinstance(payload, dict) else {})
+            except Exception:
+                LOG.exception("Handling the announcement %s failed", event_type)
+
+
+class LocalChannel(Channel):
+    """One process (memory://): announcements delivered in order by one thread."""
+
+    description = "in-process"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+
+    def publish(self, event_type: str, payload: dict) -> None:
+        # A copy through JSON: what a subscriber gets never aliases the publisher's data,
+        # as with a broker.
+        self._queue.put((event_type, json.loads(json.dumps(payload))))
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="channel", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while (item := self._queue.get()) is not None:
+            self.deliver(*item)
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join(STOP_TIMEOUT)
+            self._thread = None
+
+
+def _oslo_messaging():
+    # oslo.messaging needs oslo.service, which pulls in eventlet; eventlet warns on
+    # import even though nothing here uses it (no monkey patching, threading executor).
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"\s*Eventlet is deprecated")
+        import oslo_messaging  # noqa: PLC0415 - only processes with a broker channel
+        import oslo_messaging.opts  # noqa: PLC0415
+
+    return oslo_messaging
+
+
+class _Endpoint:
+    """oslo.messaging's notification endpoint: info-priority notifications only."""
+
+    def __init__(self, channel: Channel) -> None:
+        self.channel = channel
+
+    def info(self, ctxt, publisher_id, event_type, payload, metadata):
+        self.channel.deliver(event_type, payload)
+
+
+class _Drain:
+    """Consumes the queue the notifier declares for nobody (oslo.messaging keeps every
+    notification there until someone reads it), so that it stays empty."""
+
+    def info(self, ctxt, publisher_id, event_type, payload, metadata):
+        return None
+
+
+class MessagingChannel(Channel):
+    """oslo.messaging notifications on `topic` in the exchange `inspector`.
+
+    Each process listens on its own queue (`<topic>.<host>.<id>`, deleted when the
+    process disconnects, killed or not). With `ironic_topic`, a per-host queue
+    (`<topic>.<host>.ironic`, which survives restarts) also receives Ironic's versioned
+    notifications from `ironic_exchange`; it is declared as Ironic declares its own
+    exchange, not auto-deleted.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        topic: str,
+        host: str,
+        config_files: Sequence[str] = (),
+        ironic_exchange: str = "ironic",
+        ironic_topic: str = "",
+    ) -> None:
+        super().__init__()
+        self.url = url
+        self.topic = topic
+        self.host = host
+        self.description = _redact(url)
+        self._om = _oslo_messaging()
+        self._config_files = list(config_files)
+        # Ours: auto-deleted exchange and queues (no queue of a killed process stays).
+        self._ours = self._transport(auto_delete=True)
+        self._notifier = self._om.Notifier(
+            self._ours,
+            publisher_id=PUBLISHER,
+            driver="messagingv2",
+            topics=[topic],
+            # Publishing must not block a worker while the broker is down.
+            retry=0,
+        )
+        self._started: list = []
+        self._listening = threading.Event()
+        own = self._om.Target(topic=topic, exchange="inspector")
+        self._listeners = [
+            self._listener(self._ours, [own], _Endpoint(self), f"{topic}.{host}.{uuid.uuid4()}"),
+            self._listener(self._ours, [own], _Drain(), None),
+        ]
+        if ironic_topic:
+            self._ironic = self._transport(auto_delete=False)
+            target = self._om.Target(topic=ironic_topic, exchange=ironic_exchange)
+            self._listeners.append(
+                self._listener(self._ironic, [target], _Endpoint(self), f"{topic}.{host}.ironic")
+            )
+
+    def _transport(self, *, auto_delete: bool):
+        """A transport on a ConfigOpts of its own: the deployer's [oslo_messaging_*]
+        options from our configuration files, and the auto-delete flag we need."""
+        conf = cfg.ConfigOpts()
+        args = [arg for path in self._config_files for arg in ("--config-file", path)]
+        conf(args, project="inspector", default_config_files=[], default_config_dirs=[])
+        for group, options in self._om.opts.list_opts():
+            conf.register_opts(options, group=None if group == "DEFAULT" else group)
+        conf.set_override("amqp_auto_delete", auto_delete, group="oslo_messaging_rabbit")
+        conf.set_override("control_exchange", "inspector")
+        return self._om.get_notification_transport(conf, url=self.url)
+
+    def _listener(self, transport, targets, endpoint, pool: str | None):
+        return self._om.get_notification_listener(
+            transport, targets, [endpoint], executor="threading", pool=pool
+        )
+
+    def publish(self, event_type: str, payload: dict) -> None:
+        try:
+            self._notifier.info({}, event_type, copy.deepcopy(payload))
+        except Exception as exc:  # oslo.messaging logs delivery failures and returns
+            LOG.warning("Cannot announce %s on %s: %s", event_type, self.description, exc)
+
+    def start(self) -> None:
+        # In a thread: a listener's start waits until the broker answers, and a worker
+        # must not wait for its channel (polling covers for it meanwhile).
+        threading.Thread(target=self._listen, name="channel-start", daemon=True).start()
+
+    def _listen(self) -> None:
+        for listener in self._listeners:
+            try:
+                listener.start()
+            except Exception as exc:
+                LOG.error("Cannot listen on %s: %s (polling only)", self.description, exc)
+                return
+            self._started.append(listener)
+        self._listening.set()
+        LOG.info("Listening to the firewall channel on %s", self.description)
+
+    def ready(self, timeout: float) -> bool:
+        return self._listening.wait(timeout)
+
+    def stop(self) -> None:
+        for listener in list(self._started):
+            try:
+                listener.stop()
+                listener.wait()
+            except Exception as exc:
+                LOG.warning("Stopping a listener on %s: %s", self.description, exc)
+        for transport in {id(t): t for t in (self._ours, getattr(self, "_ironic", None))}.values():
+            if transport is not None:
+                transport.cleanup()
+
+
+class Announcer:
+    """What the workers announce; every method returns at once and never raises."""
+
+    def __init__(self, channel: Channel) -> None:
+        self.channel = channel
+
+    def introspection_started(self, node_uuid: str, macs: list[str]) -> None:
+        self.channel.publish(INTROSPECTION_STARTED, {"node_uuid": node_uuid, "macs": list(macs)})
+
+    def introspection_ended(self, node_uuid: str) -> None:
+        self.channel.publish(INTROSPECTION_ENDED, {"node_uuid": node_uuid})
+
+    def port_added(self, port_uuid: str, address: str) -> None:
+        self.channel.publish(PORT_ADDED, {"uuid": port_uuid, "address": address})
+
+    def port_removed(self, port_uuid: str, address: str) -> None:
+        self.channel.publish(PORT_REMOVED, {"uuid": port_uuid, "address": address})
+
+
+#: Queue URL schemes and the oslo.messaging URL scheme of the same broker.
+_BROKER_SCHEMES = {"amqp": "rabbit", "pyamqp": "rabbit", "rabbit": "rabbit"}
+
+
+def channel_url(conf: cfg.ConfigOpts) -> str | None:
+    """The channel's URL: [firewall] channel_url, else the work queue's RabbitMQ as an
+    oslo.messaging URL, memory:// for an in-process queue; None when there is none."""
+    url = conf.firewall.channel_url or conf.queue.transport_url
+    scheme, sep, rest = url.partition("://")
+    if scheme == "memory":
+        return "memory://"
+    if not conf.firewall.channel_url:
+        if scheme not in _BROKER_SCHEMES:
+            return None
+        url = f"{_BROKER_SCHEMES[scheme]}{sep}{rest}"
+    return url
+
+
+def from_conf(conf: cfg.ConfigOpts, *, host: str, ironic: bool = True) -> Channel | None:
+    """The configured channel (not started), or None when it is disabled or there is
+    no broker to carry it (a Redis queue without [firewall] channel_url)."""
+    if not conf.firewall.channel_enabled:
+        return None
+    url = channel_url(conf)
+    if url is None:
+        LOG.warning(
+            "No pub-sub channel for the firewall: [queue] transport_url is not RabbitMQ "
+            "and [firewall] channel_url is not set; the lists come from polling only"
+        )
+        return None
+    if url == "memory://":
+        return LocalChannel()
+    return MessagingChannel(
+        url,
+        topic=conf.firewall.channel_topic,
+        host=host,
+        config_files=list(conf.config_file or ()),
+        ironic_exchange=conf.firewall.ironic_exchange,
+        ironic_topic=conf.firewall.ironic_topic if ironic else "",
+    )
+
+
+def _redact(url: str) -> str:
+    scheme, _, rest = url.partition("://")
+    credentials, at, location = rest.rpartition("@")
+    if not at:
+        return url
+    user = credentials.split(":", 1)[0]
+    return f"{scheme}://{user}:***@{location}"

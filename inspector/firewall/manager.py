@@ -1,0 +1,318 @@
+"""The HA PXE firewall of one worker process: closed from the start, open only while this
+process is the elected firewall leader and its leadership is valid, closed again before
+the leadership's lease is released. Decides whether the PXE port is open; the driver
+decides how, the sources keep the lists.
+
+Fail closed: an error, a shutdown (SIGTERM, a backend given up), a lost lease or DLM
+all end in the closed rule set; a close that fails is retried, never followed by an
+open. A leader that is killed cannot close: its pass rules carry the end of its trust
+in the lease (RuleSet.open_until), and the kernel closes them then, before the DLM can
+give the lease to another host.
+"""
+
+import dataclasses
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+
+from inspector.broker import channels
+from inspector.coordination.election import SAFETY, Leadership
+from inspector.errors import ConfigError, FirewallError
+from inspector.firewall.drivers import Driver
+from inspector.firewall.rules import RuleSet
+from inspector.firewall.sources import Feed, MacList, Poller
+from inspector.firewall.status import Status
+from inspector.lifecycle import Lifecycle, Outages
+
+LOG = logging.getLogger(__name__)
+
+#: The singleton kind (group `inspector-firewall`, lease `inspector-leader-firewall`).
+KIND = "firewall"
+#: Failed applies in a row after which the leader gives up (its process stops, exit 1).
+MAX_FAILURES = 3
+#: Seconds between two applies of an unchanged rule set: the driver then only checks,
+#: cheaply, that its hook is still in place (and repairs it).
+VERIFY_PERIOD = 10.0
+#: Seconds a closing manager keeps retrying before it stops the process; below the
+#: election's wait for the body (30 s).
+CLOSE_BOUND = 20.0
+
+
+class FirewallManager:
+    """Owns the desired rule set and every apply; `lead` is the Election's body."""
+
+    def __init__(
+        self,
+        driver: Driver,
+        lifecycle: Lifecycle,
+        *,
+        deny_unknown: bool,
+        host: str = "",
+        member: str = "",
+        lease_seconds: float = math.inf,
+        refresh: float = 0.5,
+        retry_interval: float = 1.0,
+        pause: Callable[[float], object] | None = None,
+    ) -> None:
+        self.driver = driver
+        self.lifecycle = lifecycle
+        self.deny_unknown = deny_unknown
+        self.host = host
+        self.member = member
+        self.lease_seconds = lease_seconds
+        #: Seconds between two looks at the leadership (refreshes open_until).
+        self.refresh = refresh
+        self.retry_interval = retry_interval
+        # Waits between two attempts to close: not on the shutdown flag, since closing
+        # matters most precisely when it is set.
+        self._pause = pause or threading.Event().wait
+        self.whitelist = MacList("whitelist")
+        self.blacklist = MacList("blacklist")
+        self.channel: channels.Channel | None = None
+        self._pollers: list[Poller] = []
+        self._whitelist_poller: Poller | None = None
+        # One apply at a time; the desired state is read under it too, so once a
+        # stepping-down leader cleared its leadership nobody applies an open rule set.
+        self._guard = threading.RLock()
+        self._leadership: Leadership | None = None
+        self._applied: RuleSet | None = None
+        self._applied_at: float | None = None
+        self._error: str | None = None
+        self._wake = threading.Event()
+        self._stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # -- wiring ---------------------------------------------------------------------------
+
+    def close_at_start(self) -> None:
+        """Check the driver and close the PXE port: the first thing a worker does.
+        Raises ConfigError or FirewallError when it cannot: the process must not run."""
+        resolution = self.driver.expiry_resolution
+        trust = self.lease_seconds * SAFETY
+        if resolution is not None and trust - resolution < 2 * self.refresh:
+            raise ConfigError(
+                f"[coordination] lease_timeout = {self.lease_seconds:g} s is too short for "
+                f"the {self.driver.name} driver, whose rules expire to {resolution:g} s: "
+                f"the leader's rules would expire before each refresh; use a longer lease"
+            )
+        self.driver.check()
+        with self._guard:
+            self.driver.close()
+        LOG.info("PXE service closed (%s driver)", self.driver.name)
+
+    def watch(
+        self,
+        target: MacList,
+        fetch: Callable[[], Mapping[str, Iterable[str]]],
+        period: float,
+        *,
+        outages: Outages | None = None,
+        service: str = "",
+    ) -> None:
+        """Poll `fetch` into `target` every `period` seconds (0: never); the whitelist
+        only while this process leads. `service` names the backend for `outages`."""
+        if period <= 0:
+            return
+        leader_only = target is self.whitelist
+        poller = Poller(
+            target,
+            fetch,
+            period,
+            on_change=self.wake,
+            lifecycle=self.lifecycle,
+            outages=outages,
+            service=service,
+            active=self.is_leader if leader_only else lambda: True,
+        )
+        self._pollers.append(poller)
+        if leader_only:
+            self._whitelist_poller = poller
+
+    def listen(self, channel: channels.Channel) -> None:
+        """Take list changes and status requests from `channel` (started by start())."""
+        self.channel = channel
+        channel.subscribe(
+            Feed(self.whitelist, self.blacklist, on_change=self.wake, on_status_request=self.answer)
+        )
+
+    def start(self) -> None:
+        if self.channel is not None:
+            self.channel.start()
+        for poller in self._pollers:
+            poller.start()
+        self._thread = threading.Thread(target=self._run, name="firewall", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Close for good (retrying up to CLOSE_BOUND) and stop the threads."""
+        self._stopped.set()
+        with self._guard:
+            self._leadership = None
+        self._close_firmly("stopping")
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(CLOSE_BOUND)
+        for poller in self._pollers:
+            poller.join(1.0)
+        if self.channel is not None:
+            self.channel.stop()
+
+    # -- the desired state ----------------------------------------------------------------
+
+    def is_leader(self) -> bool:
+        return self._leadership is not None
+
+    def desired(self) -> RuleSet:
+        """Open with both lists while this process leads and may act; else closed, with
+        the blacklist kept current (the whitelist is the leader's business)."""
+        leadership = self._leadership
+        blacklist = self.blacklist.macs()
+        if (
+            leadership is None
+            or not leadership.valid()
+            or self.lifecycle.shutdown.is_set()
+            or self._stopped.is_set()
+        ):
+            return RuleSet(frozenset(), blacklist, open=False, deny_unknown=self.deny_unknown)
+        return RuleSet(
+            self.whitelist.macs(),
+            blacklist,
+            open=True,
+            deny_unknown=self.deny_unknown,
+            open_until=self._open_until(leadership),
+        )
+
+    def _open_until(self, leadership: Leadership) -> float | None:
+        """The end of the leadership's trust, rounded down to the driver's resolution
+        (so that an unchanged lease is an unchanged rule set); None without expiry."""
+        resolution = self.driver.expiry_resolution
+        until = leadership.trusted_until()
+        if resolution is None or not math.isfinite(until):
+            return None
+        step = max(resolution, 0.01)
+        return math.floor(until / step) * step
+
+    def wake(self) -> None:
+        """Something changed: apply soon (in the firewall thread)."""
+        self._wake.set()
+
+    def sync(self, *, verify: bool = False) -> bool:
+        """Apply the desired rule set if it changed (or to `verify` it). True when the
+        firewall is as desired; on a failure it is closed and False returned."""
+        with self._guard:
+            rules = self.desired()
+            if rules == self._applied and not verify:
+                return True
+            try:
+                self.driver.apply(rules)
+            except Exception as exc:
+                self._applied = None
+                self._error = getattr(exc, "message", None) or repr(exc)
+                LOG.error("Applying the PXE firewall failed: %s; closing it", self._error)
+                self._close()
+                return False
+            was_open = self._applied is not None and self._applied.open
+            self._applied, self._applied_at, self._error = rules, time.time(), None
+        if rules.open != was_open:
+            LOG.info("PXE service %s", "opened" if rules.open else "closed")
+        return True
+
+    def _close(self) -> bool:
+        """Apply the fully closed rule set; False (logged loudly) when even that fails."""
+        with self._guard:
+            try:
+                self.driver.close()
+            except Exception as exc:
+                self._error = getattr(exc, "message", None) or repr(exc)
+                LOG.critical("CANNOT CLOSE THE PXE FIREWALL: %s; retrying", self._error)
+                return False
+            self._applied = None
+            return True
+
+    def _close_firmly(self, why: str) -> None:
+        """Close (the lists kept, unless stopping), retrying every retry_interval; past
+        CLOSE_BOUND stop the process."""
+        deadline = time.monotonic() + CLOSE_BOUND
+        while True:
+            if not self._stopped.is_set() and self.sync():
+                return
+            if self._close():
+                return
+            if time.monotonic() > deadline:
+                self.lifecycle.stop(f"cannot close the PXE firewall ({why})", exit_status=1)
+                return
+            self._pause(self.retry_interval)
+
+    # -- threads ----------------------------------------------------------------------------
+
+    def lead(self, leadership: Leadership) -> None:
+        """Election body: build the whitelist, open, keep the rules current and their
+        expiry refreshed while the leadership lasts; close before returning."""
+        if self._whitelist_poller is not None:
+            self._whitelist_poller.poll()
+        with self._guard:
+            self._leadership = leadership
+        LOG.info("Firewall leader (term %d): opening the PXE service", leadership.term)
+        try:
+            failures = 0
+            while True:
+                failures = 0 if self.sync() else failures + 1
+                if failures >= MAX_FAILURES:
+                    raise FirewallError(f"cannot open the PXE firewall: {self._error}")
+                if leadership.wait(self.refresh):
+                    break
+        finally:
+            with self._guard:
+                if self._leadership is leadership:
+                    self._leadership = None
+            self._close_firmly(f"term {leadership.term} over")
+            LOG.info("Firewall leadership (term %d) over: PXE service closed", leadership.term)
+
+    def _run(self) -> None:
+        verified = time.monotonic()
+        while not self._stopped.is_set():
+            self._wake.wait(self.refresh)
+            self._wake.clear()
+            if self._stopped.is_set():
+                return
+            verify = time.monotonic() - verified >= VERIFY_PERIOD
+            try:
+                self.sync(verify=verify)
+            except Exception:
+                LOG.exception("The PXE firewall thread failed; closing")
+                self._close()
+            if verify:
+                verified = time.monotonic()
+
+    # -- status -----------------------------------------------------------------------------
+
+    def status(self) -> Status:
+        with self._guard:
+            applied, leadership = self._applied, self._leadership
+            return Status(
+                host=self.host,
+                member=self.member,
+                driver=self.driver.name,
+                open=applied is not None and applied.open,
+                leader=leadership is not None,
+                term=leadership.term if leadership is not None else None,
+                open_until=applied.open_until if applied is not None else None,
+                whitelist=len(applied.whitelist) if applied is not None else 0,
+                blacklist=len(applied.effective_blacklist) if applied is not None else 0,
+                whitelist_synced_at=self.whitelist.synced_at,
+                blacklist_synced_at=self.blacklist.synced_at,
+                heard_at=max(
+                    (t for t in (self.whitelist.heard_at, self.blacklist.heard_at) if t),
+                    default=None,
+                ),
+                applied_at=self._applied_at,
+                error=self._error,
+            )
+
+    def answer(self, request_id: str) -> None:
+        """A status request heard on the channel: publish this process's status."""
+        if self.channel is not None:
+            payload = {"request_id": request_id, **dataclasses.asdict(self.status())}
+            self.channel.publish(channels.STATUS, payload)
