@@ -16,6 +16,8 @@ from inspector.coordination.election import Election
 from inspector.errors import ConfigError
 from inspector.ironic.lazy import LazyIronic
 from inspector.lifecycle import Lifecycle, Outages, RetryPolicy
+from inspector.notifications import drivers as notification_drivers
+from inspector.notifications import sender
 from inspector.periodic import runner
 from inspector.periodic.tasks import CleanUp
 from inspector.store import Store
@@ -62,7 +64,8 @@ def check_shared_backends(conf: cfg.ConfigOpts, role: str) -> None:
 
 
 def open_store(conf: cfg.ConfigOpts) -> Store:
-    return Store.from_url(store.database_url(conf))
+    # With notification drivers, each start, finish and failure writes an outbox row.
+    return Store.from_url(store.database_url(conf), notify=bool(conf.notifications.drivers))
 
 
 def open_queue(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> WorkQueue:
@@ -109,6 +112,19 @@ def open_ironic(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> LazyIronic:
     return ironic
 
 
+def notification_sender(conf: cfg.ConfigOpts, db: Store, budget: Outages) -> sender.Sender:
+    group = conf.notifications
+    chosen: list[notification_drivers.Driver] = []
+    for name in group.drivers:
+        if name == "http":
+            chosen.append(notification_drivers.HttpDriver(group.http_endpoint, group.http_timeout))
+        elif name == "log":
+            chosen.append(notification_drivers.LogDriver())
+    return sender.Sender(
+        db, chosen, budget, poll_interval=group.poll_interval, max_backoff=group.max_backoff
+    )
+
+
 @contextlib.contextmanager
 def running_pool(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> Iterator[Pool]:
     """A started worker process: the pool, the periodic tasks' election and the
@@ -146,6 +162,18 @@ def running_pool(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> Iterator[Pool]:
         )
         stack.callback(periodic.join, conf.coordination.lease_timeout + JOIN_BOUND)
         periodic.start()
+        if conf.notifications.drivers:
+            notifier = Election(
+                coordinator,
+                sender.KIND,
+                notification_sender(conf, db, budget),
+                lifecycle,
+                budget,
+                interval=conf.coordination.election_interval,
+                claim=db.claim_leadership,
+            )
+            stack.callback(notifier.join, conf.coordination.lease_timeout + JOIN_BOUND)
+            notifier.start()
         Watchdog(db, lifecycle, budget).start()
         pool.start()
         yield pool

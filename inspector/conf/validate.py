@@ -71,6 +71,7 @@ def validate(conf: cfg.ConfigOpts, groups: Iterable[tuple[str, list[cfg.Opt]]]) 
             problem = _check(conf, group_name, opt)
             if problem:
                 problems.append(problem)
+    problems.extend(_cross_checks(conf))
     if problems:
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems))
     if conf.timeout > DESIGN_MAX_TIMEOUT:
@@ -80,3 +81,14 @@ def validate(conf: cfg.ConfigOpts, groups: Iterable[tuple[str, list[cfg.Opt]]]) 
             conf.timeout,
             DESIGN_MAX_TIMEOUT,
         )
+
+
+def _cross_checks(conf: cfg.ConfigOpts) -> list[str]:
+    """Problems that involve more than one option."""
+    problems = []
+    group = getattr(conf, "notifications", None)
+    if group is not None and "http" in group.drivers and not group.http_endpoint:
+        problems.append(
+            "[notifications] drivers includes http, so [notifications] http_endpoint must be set"
+        )
+    return problems

@@ -183,3 +183,21 @@ class TaskRun(Base):
     started_at: Mapped[datetime] = mapped_column(Timestamp)
     finished_at: Mapped[datetime | None] = mapped_column(Timestamp)
     outcome: Mapped[str | None] = mapped_column(Text)
+
+
+class Notification(Base):
+    """The outbox: a notification written with the state change it tells of, kept until
+    every notification driver accepted it (at-least-once, `id` stable across retries)."""
+
+    __tablename__ = "notifications"
+    __table_args__ = (Index("ix_notifications_delivered_at_due_at", "delivered_at", "due_at"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    event_type: Mapped[str] = mapped_column(String(64))
+    node_uuid: Mapped[str] = mapped_column(String(UUID_LENGTH))
+    payload: Mapped[str] = mapped_column(JSONText)
+    created_at: Mapped[datetime] = mapped_column(Timestamp)
+    due_at: Mapped[datetime] = mapped_column(Timestamp)
+    attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    delivered_at: Mapped[datetime | None] = mapped_column(Timestamp)
+    last_error: Mapped[str | None] = mapped_column(Text)

@@ -14,8 +14,18 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from inspector import errors
 from inspector.store import engine as engines
-from inspector.store import listing, lookup, nodes, requests, rules, singletons, transitions
+from inspector.store import (
+    listing,
+    lookup,
+    nodes,
+    outbox,
+    requests,
+    rules,
+    singletons,
+    transitions,
+)
 from inspector.store.nodes import UNSET, NodeRecord, Unset
+from inspector.store.outbox import NotificationRecord
 from inspector.store.requests import RequestRecord
 from inspector.store.singletons import MarkRecord, RunRecord
 from inspector.store.transitions import Change
@@ -31,17 +41,19 @@ def utcnow() -> datetime:
 class Store:
     """Sessions on one engine; every SQLAlchemy error leaves as an InspectorError."""
 
-    def __init__(self, engine: Engine, *, clock: Clock = utcnow) -> None:
+    def __init__(self, engine: Engine, *, clock: Clock = utcnow, notify: bool = False) -> None:
         self.engine = engine
         self.clock = clock
+        #: Write an outbox notification with each start, finish and failure.
+        self.notify = notify
         self._sessions = sessionmaker(bind=engine, expire_on_commit=False)
         self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
         # PostgreSQL runs a compare-and-swap and its request row as one statement.
         self._one_statement_swap = engine.dialect.name == "postgresql"
 
     @classmethod
-    def from_url(cls, url: str, *, clock: Clock = utcnow) -> "Store":
-        return cls(engines.create_engine(url), clock=clock)
+    def from_url(cls, url: str, *, clock: Clock = utcnow, notify: bool = False) -> "Store":
+        return cls(engines.create_engine(url), clock=clock, notify=notify)
 
     def __repr__(self) -> str:
         return f"Store({engines.describe(self.engine.url)})"
@@ -133,11 +145,23 @@ class Store:
         """
         if previous is None and change.expected_version is not None:
             previous = self.get_node(change.node_uuid)
-        if self._one_statement_swap and previous is not None:
+        kind = outbox.event_type(change.source, change.target) if self.notify else None
+        if self._one_statement_swap and previous is not None and kind is None:
             with engines.translate_errors(self.engine), self._autocommit.connect() as connection:
                 return transitions.swap_in_one_statement(connection, change, previous, self.clock())
+        now = self.clock()
         with engines.translate_errors(self.engine), self.engine.begin() as connection:
-            return transitions.apply(connection, change, previous, self.clock())
+            node = transitions.apply(connection, change, previous, now)
+            if kind is not None:
+                outbox.record(
+                    connection,
+                    kind,
+                    node,
+                    request_id=change.request_id,
+                    event=change.event,
+                    now=now,
+                )
+            return node
 
     def reject(self, node_uuid: str, request_id: str, event: str, state: str, reason: str) -> None:
         """Record a request the state machine refused (the node's state is unchanged)."""
@@ -286,6 +310,23 @@ class Store:
 
     def node_uuids(self, *, limit: int, after: str | None = None, skip_states=()) -> list[str]:
         return self._read(singletons.node_uuids, limit=limit, after=after, skip_states=skip_states)
+
+    # -- the notification outbox ---------------------------------------------------------
+
+    def due_notifications(self, limit: int = 100) -> list[NotificationRecord]:
+        return self._read(outbox.due, self.clock(), limit)
+
+    def notification_delivered(self, ident: str) -> None:
+        self._write(outbox.delivered, ident, self.clock())
+
+    def postpone_notification(self, ident: str, delay: float, error: str) -> None:
+        self._write(outbox.postpone, ident, self.clock(), delay, error)
+
+    def pending_notifications(self) -> int:
+        return self._read(outbox.pending)
+
+    def forget_notifications(self, before) -> int:
+        return self._write(outbox.forget_delivered, before)
 
     def ping(self) -> None:
         """One round trip to the database (health check); ServiceUnavailable if down."""

@@ -15,6 +15,7 @@ LAYERS = {
     "inspector.api": 4,
     "inspector.worker": 4,
     "inspector.periodic": 4,
+    "inspector.notifications": 4,
     "inspector.firewall": 4,
     "inspector.statechart": 4,
     "inspector.processing": 3,
