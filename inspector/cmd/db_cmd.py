@@ -1,4 +1,5 @@
-"""`inspector db upgrade|version`: database schema migrations (alembic)."""
+"""`inspector db upgrade|version`: database schema migrations (alembic), in the expand
+and contract phases of a rolling upgrade."""
 
 from inspector import conf as config
 from inspector import store
@@ -8,19 +9,52 @@ from inspector.store import schema
 def add_parsers(commands) -> None:
     parser = commands.add_parser("db", help="database schema")
     sub = parser.add_subparsers(dest="db_command", required=True, metavar="ACTION")
-    sub.add_parser("upgrade", help="migrate the schema to the newest revision").set_defaults(
-        run=run_upgrade
+    upgrade = sub.add_parser(
+        "upgrade",
+        help="migrate the schema to the newest revision (both phases), or one phase of a "
+        "rolling upgrade",
     )
+    phases = upgrade.add_mutually_exclusive_group()
+    phases.add_argument(
+        "--expand",
+        dest="phase",
+        action="store_const",
+        const=schema.EXPAND,
+        help="only the revisions that may run before the new code starts (stops before "
+        "the first contract revision)",
+    )
+    phases.add_argument(
+        "--contract",
+        dest="phase",
+        action="store_const",
+        const=schema.CONTRACT,
+        help="everything left, once every process runs the new code",
+    )
+    upgrade.set_defaults(run=run_upgrade, phase=None)
     sub.add_parser("version", help="print the schema revision").set_defaults(run=run_version)
 
 
-def run_upgrade(_args, argv) -> int:
+def _describe(revisions) -> str:
+    return ", ".join(f"{name} ({phase})" for name, phase in revisions) or "none"
+
+
+def run_upgrade(args, argv) -> int:
     url = store.database_url(config.load(argv))
-    old, new = schema.upgrade(url)
+    before = schema.pending(schema.current_revision(url)) or []
+    old, new = schema.upgrade(url, args.phase)
+    after = schema.pending(new) or []
+    applied = [revision for revision in before if revision not in after]
+    where = "head" if not after else f"{len(after)} revision(s) to go"
     if old == new:
-        print(f"database schema already at {new} (head)")
+        print(f"database schema already at {new} ({where})")
     else:
-        print(f"database schema upgraded from {old or 'empty'} to {new} (head)")
+        print(f"database schema upgraded from {old or 'empty'} to {new} ({where})")
+        print(f"applied: {_describe(applied)}")
+    if after:
+        print(
+            f"pending: {_describe(after)}; run `inspector db upgrade --contract` once every "
+            "process runs this release"
+        )
     return 0
 
 
@@ -31,6 +65,12 @@ def run_version(_args, argv) -> int:
     if current is None:
         print(f"no schema (run `inspector db upgrade`); head is {head}")
         return 1
-    suffix = " (head)" if current == head else f" (head is {head}: upgrade needed)"
-    print(current + suffix)
-    return 0 if current == head else 1
+    left = schema.pending(current)
+    if left is None:
+        print(f"{current} (newer than this release's head {head})")
+        return 0
+    if not left:
+        print(f"{current} (head)")
+        return 0
+    print(f"{current} (head is {head}; pending: {_describe(left)})")
+    return 0 if schema.compatibility(current) == "ok" else 1

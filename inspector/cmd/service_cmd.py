@@ -45,12 +45,19 @@ def _load(argv, *, embedded: bool) -> cfg.ConfigOpts:
 
 
 def _require_schema(conf: cfg.ConfigOpts) -> None:
-    current, head = schema.current_revision(store.database_url(conf)), schema.head_revision()
-    if current != head:
-        raise ConfigError(
-            f"the database schema is at {current or 'nothing'}, not {head}: "
-            "run `inspector db upgrade` first"
+    """Start on a schema with every expand revision this release knows (pending contract
+    revisions are fine), or on a newer one (a rolling upgrade under way)."""
+    current = schema.current_revision(store.database_url(conf))
+    verdict = schema.compatibility(current)
+    if verdict == "newer":
+        LOG.warning(
+            "The database schema %s is newer than this release's (%s): a rolling upgrade "
+            "is under way; upgrade this host too",
+            current,
+            schema.head_revision(),
         )
+    elif verdict != "ok":
+        raise ConfigError(verdict)
 
 
 def _serve(conf: cfg.ConfigOpts, lifecycle: Lifecycle, **services) -> None:

@@ -1,6 +1,12 @@
-"""Schema migrations (alembic, configured in code): upgrade, current and head revision.
+"""Schema migrations (alembic, configured in code): upgrade, current and head revision,
+and the expand / contract phases of a rolling upgrade.
 
 Runs the scripts in `migrations/`; it never creates tables from the models directly.
+Each revision says its `phase`: "expand" (adds; the code before it runs unchanged on
+it) or "contract" (removes what older code still used: applied only once every process
+runs the new code). A process starts on a schema that has every expand revision it
+knows, whatever contract revisions are still pending, or on a newer schema it does not
+know (written by a newer release during a rolling upgrade).
 """
 
 import pathlib
@@ -20,6 +26,9 @@ MIGRATIONS = pathlib.Path(__file__).parent / "migrations"
 #: pg_advisory_xact_lock key: concurrent `inspector db upgrade` run one at a time.
 PG_MIGRATION_LOCK = 0x1A5BEC70
 
+EXPAND = "expand"
+CONTRACT = "contract"
+
 
 def _config(connection: Connection | None = None) -> Config:
     config = Config()
@@ -36,6 +45,57 @@ def head_revision() -> str:
     return head
 
 
+def chain() -> list[tuple[str, str]]:
+    """Every shipped revision, oldest first, with its phase."""
+    scripts = ScriptDirectory.from_config(_config())
+    revisions = list(scripts.walk_revisions())  # newest first
+    return [
+        (script.revision, getattr(script.module, "phase", EXPAND)) for script in reversed(revisions)
+    ]
+
+
+def pending(current: str | None, revisions: list[tuple[str, str]] | None = None):
+    """The revisions after `current`, with their phases; None when `current` is not one
+    of ours (a newer release wrote it)."""
+    revisions = chain() if revisions is None else revisions
+    names = [name for name, _phase in revisions]
+    if current is None:
+        return list(revisions)
+    if current not in names:
+        return None
+    return revisions[names.index(current) + 1 :]
+
+
+def compatibility(current: str | None, revisions: list[tuple[str, str]] | None = None) -> str:
+    """ "ok", "newer" (a schema from a newer release), or the reason this code cannot
+    run on the schema yet."""
+    left = pending(current, revisions)
+    if left is None:
+        return "newer"
+    expands = [name for name, phase in left if phase == EXPAND]
+    if not expands:
+        return "ok"
+    return (
+        f"the database schema is at {current or 'nothing'} and lacks {', '.join(expands)}: "
+        "run `inspector db upgrade --expand` (or `inspector db upgrade`) first"
+    )
+
+
+def target(
+    current: str | None, phase: str | None, revisions: list[tuple[str, str]] | None = None
+) -> str:
+    """The revision an upgrade of `phase` stops at."""
+    left = pending(current, revisions) or []
+    if phase != EXPAND:
+        return "head"
+    stop_at = current
+    for name, revision_phase in left:
+        if revision_phase == CONTRACT:
+            break
+        stop_at = name
+    return stop_at or "base"
+
+
 def _current(connection: Connection) -> str | None:
     return MigrationContext.configure(connection).get_current_revision()
 
@@ -50,8 +110,10 @@ def current_revision(url: str) -> str | None:
         engine.dispose()
 
 
-def upgrade(url: str) -> tuple[str | None, str]:
-    """Migrate to head in one transaction (where the backend allows); (old, new)."""
+def upgrade(url: str, phase: str | None = None) -> tuple[str | None, str]:
+    """Migrate in one transaction (where the backend allows); (old, new). `phase`
+    EXPAND stops before the first pending contract revision; None or CONTRACT go to
+    head."""
     engine = engines.create_engine(url)
     try:
         with engines.translate_errors(engine), engine.begin() as connection:
@@ -61,7 +123,9 @@ def upgrade(url: str) -> tuple[str | None, str]:
                     {"key": PG_MIGRATION_LOCK},
                 )
             old = _current(connection)
-            command.upgrade(_config(connection), "head")
+            stop = target(old, phase)
+            if stop != old:
+                command.upgrade(_config(connection), stop)
             new = _current(connection)
     finally:
         engine.dispose()

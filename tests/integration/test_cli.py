@@ -182,3 +182,39 @@ def test_wsgi_application_serves(tmp_path):
     body = b"".join(application(environ, start_response))
     assert seen["status"].startswith("200")
     assert json.loads(body)["versions"][0]["id"] == "1.18"
+
+
+def _at_first_revision(state: pathlib.Path) -> str:
+    """An SQLite database migrated only to the first shipped revision."""
+    from alembic import command  # noqa: PLC0415
+
+    from inspector.store import default_url, schema  # noqa: PLC0415
+    from inspector.store import engine as engines  # noqa: PLC0415
+
+    state.mkdir(parents=True, exist_ok=True)
+    url = default_url(state)
+    engine = engines.create_engine(url)
+    with engine.begin() as connection:
+        command.upgrade(schema._config(connection), schema.chain()[0][0])
+    engine.dispose()
+    return schema.chain()[0][0]
+
+
+def test_services_refuse_a_schema_missing_expand_revisions(tmp_path):
+    first = _at_first_revision(tmp_path / "state")
+    path = tmp_path / "inspector.conf"
+    path.write_text(
+        f"[DEFAULT]\nstate_path = {tmp_path / 'state'}\n"
+        "[queue]\ntransport_url = redis://127.0.0.1:9/\n"
+        "[coordination]\nbackend_url = redis://127.0.0.1:9\n"
+    )
+    refused = run(["worker", "--config-file", str(path)])
+    assert refused.returncode != 0
+    assert f"schema is at {first}" in refused.stderr
+    assert "inspector db upgrade --expand" in refused.stderr
+    version = run(["db", "version", "--config-file", str(path)])
+    assert version.returncode == 1 and "(expand)" in version.stdout
+    expanded = run(["db", "upgrade", "--expand", "--config-file", str(path)])
+    assert expanded.returncode == 0, expanded.stderr
+    assert "applied:" in expanded.stdout and "(expand)" in expanded.stdout
+    assert run(["db", "version", "--config-file", str(path)]).stdout.strip().endswith("(head)")

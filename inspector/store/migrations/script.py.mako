@@ -14,6 +14,8 @@ revision: str = ${repr(up_revision)}
 down_revision: str | None = ${repr(down_revision)}
 branch_labels: str | Sequence[str] | None = ${repr(branch_labels)}
 depends_on: str | Sequence[str] | None = ${repr(depends_on)}
+#: Rolling upgrades: "expand" runs before new code starts, "contract" after all run it.
+phase = "expand"
 
 
 def upgrade() -> None:

@@ -17,6 +17,8 @@ revision: str = "3f1a9b7c5d20"
 down_revision: str | None = "8c2d4e6f0a13"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
+#: Rolling upgrades: "expand" runs before new code starts, "contract" after all run it.
+phase = "expand"
 
 # Frozen copy of the models' timestamp type: a migration must not change with models.py.
 TIMESTAMP = sa.DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb")

@@ -15,6 +15,8 @@ revision: str = "8c2d4e6f0a13"
 down_revision: str | None = None
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
+#: Rolling upgrades: "expand" runs before new code starts, "contract" after all run it.
+phase = "expand"
 
 # Frozen copies of the models' types: a migration must not change with models.py.
 TIMESTAMP = sa.DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb")
