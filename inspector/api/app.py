@@ -12,6 +12,7 @@ from inspector.api import (
     guard,
     health,
     introspection,
+    metrics,
     policy,
     ramdisk,
     root,
@@ -75,6 +76,7 @@ def create_app(conf: cfg.ConfigOpts, **services) -> flask.Flask:
     errors.register(app)
     for blueprint in (root, introspection, rules, ramdisk, health):
         app.register_blueprint(blueprint.blueprint)
+    metrics.install(app)
     auth.install(app, conf)
     if conf.oslo_middleware.enable_proxy_headers_parsing:
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=1, x_proto=1, x_host=1, x_port=1, x_prefix=1)

@@ -128,6 +128,12 @@ OPERATION_RULES = [
         "DELETE /v1/rules/{rule_id}",
     ),
     _operation("introspection:rule:create", ADMIN, "Create introspection rule", "POST /v1/rules"),
+    _operation(
+        "introspection:metrics",
+        READER,
+        "Read the Prometheus metrics (set to \"\" for a scraper without credentials)",
+        "GET /metrics",
+    ),
 ]
 
 

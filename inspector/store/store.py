@@ -13,8 +13,8 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 from inspector import errors
-from inspector.store import engine as engines
 from inspector.store import (
+    census,
     listing,
     lookup,
     nodes,
@@ -24,6 +24,7 @@ from inspector.store import (
     singletons,
     transitions,
 )
+from inspector.store import engine as engines
 from inspector.store.nodes import UNSET, NodeRecord, Unset
 from inspector.store.outbox import NotificationRecord
 from inspector.store.requests import RequestRecord
@@ -310,6 +311,10 @@ class Store:
 
     def node_uuids(self, *, limit: int, after: str | None = None, skip_states=()) -> list[str]:
         return self._read(singletons.node_uuids, limit=limit, after=after, skip_states=skip_states)
+
+    def census(self) -> census.Census:
+        """Counts for metrics and status: nodes per state, leaders, last runs, backlog."""
+        return self._read(census.take)
 
     # -- the notification outbox ---------------------------------------------------------
 

@@ -34,6 +34,8 @@ OUTCOMES = {
     "introspection:rule:get": (True, False, False, False),
     "introspection:rule:delete": (True, False, False, False),
     "introspection:rule:create": (True, False, False, False),
+    # Not ironic-inspector's: our Prometheus endpoint, readable like statuses.
+    "introspection:metrics": (True, True, False, False),
 }
 
 HTTP_METHODS = {"GET", "POST", "PUT", "PATCH", "DELETE"}

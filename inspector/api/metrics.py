@@ -1,0 +1,143 @@
+"""GET /metrics: Prometheus text of this API process (requests, latencies) and of the
+cluster as the store and the queue see it (nodes per state, queue depth, leaders, the
+last run of each periodic task, the notification backlog).
+
+Each app has its own registry (no global one); the cluster figures are read at scrape
+time, one store query and one queue call per scrape.
+"""
+
+import time
+from datetime import UTC, datetime
+
+import flask
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from inspector import errors
+from inspector.api.context import services
+from inspector.machine import State
+
+blueprint = flask.Blueprint("metrics", __name__)
+
+REGISTRY_KEY = "inspector.metrics"
+#: Latency buckets in seconds, from a status read to a slow `/v1/continue`.
+BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+class ClusterCollector:
+    """Collects the cluster-wide gauges from the store and the queue at scrape time."""
+
+    def __init__(self, app: flask.Flask) -> None:
+        self.app = app
+
+    def describe(self):
+        return []
+
+    def collect(self):
+        with self.app.app_context():
+            yield from self._collect(services())
+
+    def _collect(self, found):
+        up = GaugeMetricFamily(
+            "inspector_backend_up", "1 when this API reaches the backend", labels=["backend"]
+        )
+        try:
+            census = found.store.census()
+        except errors.InspectorError:
+            up.add_metric(["database"], 0)
+            census = None
+        else:
+            up.add_metric(["database"], 1)
+        depth = None
+        try:
+            depth = found.queue.depth() if hasattr(found.queue, "depth") else None
+        except errors.InspectorError:
+            up.add_metric(["queue"], 0)
+        else:
+            up.add_metric(["queue"], 1)
+        yield up
+        if depth is not None:
+            yield GaugeMetricFamily(
+                "inspector_queue_depth", "Transition requests waiting in the work queue", depth
+            )
+        if census is None:
+            return
+        nodes = GaugeMetricFamily(
+            "inspector_nodes", "Introspection records per state", labels=["state"]
+        )
+        for state in State:
+            nodes.add_metric([state.value], census.nodes_by_state.get(state.value, 0))
+        yield nodes
+        now = datetime.now(UTC).replace(tzinfo=None)
+        leaders = GaugeMetricFamily(
+            "inspector_leader_term",
+            "Current leadership term of each singleton, labelled with its holder",
+            labels=["singleton", "holder"],
+        )
+        for kind, (holder, term, _since) in sorted(census.leaders.items()):
+            leaders.add_metric([kind, holder], term)
+        yield leaders
+        age = GaugeMetricFamily(
+            "inspector_periodic_last_run_age_seconds",
+            "Seconds since the last run of each periodic task started",
+            labels=["task"],
+        )
+        duration = GaugeMetricFamily(
+            "inspector_periodic_last_run_duration_seconds",
+            "Duration of the last finished run of each periodic task",
+            labels=["task"],
+        )
+        for task, (started, finished, _outcome) in sorted(census.last_runs.items()):
+            age.add_metric([task], (now - started).total_seconds())
+            if finished is not None:
+                duration.add_metric([task], (finished - started).total_seconds())
+        yield age
+        yield duration
+        yield GaugeMetricFamily(
+            "inspector_notifications_pending",
+            "Notifications in the outbox not yet accepted by every driver",
+            census.notifications_pending,
+        )
+
+
+def install(app: flask.Flask) -> None:
+    """Register /metrics and the request counters on app, with a registry of its own."""
+    registry = CollectorRegistry(auto_describe=False)
+    requests_total = Counter(
+        "inspector_api_requests",
+        "API requests by route and status",
+        ["endpoint", "method", "status"],
+        registry=registry,
+    )
+    latency = Histogram(
+        "inspector_api_request_duration_seconds",
+        "API request latency by route",
+        ["endpoint", "method"],
+        buckets=BUCKETS,
+        registry=registry,
+    )
+    registry.register(ClusterCollector(app))
+    app.extensions[REGISTRY_KEY] = registry
+
+    def started() -> None:
+        flask.g.metrics_started = time.perf_counter()
+
+    def finished(response: flask.Response) -> flask.Response:
+        began = flask.g.pop("metrics_started", None)
+        endpoint = flask.request.endpoint or "unknown"
+        if began is not None:
+            latency.labels(endpoint, flask.request.method).observe(time.perf_counter() - began)
+        requests_total.labels(endpoint, flask.request.method, str(response.status_code)).inc()
+        return response
+
+    app.before_request(started)
+    app.after_request(finished)
+    app.register_blueprint(blueprint)
+
+
+@blueprint.get("/metrics")
+def metrics():
+    services().policy.authorize("introspection:metrics", flask.g.credentials)
+    body = generate_latest(flask.current_app.extensions[REGISTRY_KEY])
+    return flask.Response(body, mimetype=CONTENT_TYPE_LATEST.split(";")[0])

@@ -1,0 +1,43 @@
+"""Counts for metrics and status reports: nodes per state, leaders, the last run of
+each periodic task, the notification backlog. Reads only."""
+
+import dataclasses
+from datetime import datetime
+
+from sqlalchemy import Connection, func, select
+
+from inspector.store.models import Marker, Node, Notification, TaskRun
+
+NODES, MARKERS, RUNS, OUTBOX = (
+    Node.__table__,
+    Marker.__table__,
+    TaskRun.__table__,
+    Notification.__table__,
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Census:
+    nodes_by_state: dict[str, int]
+    leaders: dict[str, tuple[str, int, datetime]]  # kind -> (holder, term, since)
+    last_runs: dict[str, tuple[datetime, datetime | None, str | None]]  # task -> run
+    notifications_pending: int
+
+
+def take(connection: Connection) -> Census:
+    states = dict(
+        connection.execute(select(NODES.c.state, func.count()).group_by(NODES.c.state)).all()
+    )
+    leaders = {
+        row.name.split(":", 1)[1]: (row.holder, row.term, row.at)
+        for row in connection.execute(select(MARKERS).where(MARKERS.c.name.like("leader:%")))
+    }
+    latest = select(RUNS.c.task, func.max(RUNS.c.id).label("id")).group_by(RUNS.c.task).subquery()
+    runs = {
+        row.task: (row.started_at, row.finished_at, row.outcome)
+        for row in connection.execute(select(RUNS).join(latest, RUNS.c.id == latest.c.id))
+    }
+    pending = connection.execute(
+        select(func.count()).select_from(OUTBOX).where(OUTBOX.c.delivered_at.is_(None))
+    ).scalar_one()
+    return Census(states, leaders, runs, pending)
