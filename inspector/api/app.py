@@ -30,9 +30,7 @@ CONTINUE_ENDPOINT = "ramdisk.continue_introspection"
 def build_services(conf: cfg.ConfigOpts, **given) -> Services:
     """The services the views use; anything not given is built from the configuration."""
     if "store" not in given:
-        given["store"] = Store.from_url(
-            database_url(conf), notify=bool(conf.notifications.drivers)
-        )
+        given["store"] = Store.from_url(database_url(conf), notify=bool(conf.notifications.drivers))
     if "queue" not in given:
         given["queue"] = WorkQueue(
             conf.queue.transport_url,

@@ -131,7 +131,7 @@ OPERATION_RULES = [
     _operation(
         "introspection:metrics",
         READER,
-        "Read the Prometheus metrics (set to \"\" for a scraper without credentials)",
+        'Read the Prometheus metrics (set to "" for a scraper without credentials)',
         "GET /metrics",
     ),
 ]

@@ -84,8 +84,10 @@ def test_notifications_arrive_after_an_outage_and_a_worker_restart(
         cluster.start_worker()
         with Receiver(port) as receiver:
             wait_for(
-                lambda: {n["event_type"] for n in receiver.received}
-                >= {"inspector.introspection.start", "inspector.introspection.finish"},
+                lambda: (
+                    {n["event_type"] for n in receiver.received}
+                    >= {"inspector.introspection.start", "inspector.introspection.finish"}
+                ),
                 30,
                 message=lambda: f"notifications received: {receiver.received}",
             )
