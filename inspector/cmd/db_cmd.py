@@ -1,9 +1,12 @@
 """`inspector db upgrade|version`: database schema migrations (alembic), in the expand
-and contract phases of a rolling upgrade."""
+and contract phases of a rolling upgrade; `inspector db import-ironic-inspector`."""
 
 from inspector import conf as config
-from inspector import store
-from inspector.store import schema
+from inspector import errors, store
+from inspector.api import schemas
+from inspector.processing import rule_schema
+from inspector.store import importer, schema
+from inspector.store.ironic_inspector_db import Source
 
 
 def add_parsers(commands) -> None:
@@ -32,6 +35,7 @@ def add_parsers(commands) -> None:
     )
     upgrade.set_defaults(run=run_upgrade, phase=None)
     sub.add_parser("version", help="print the schema revision").set_defaults(run=run_version)
+    _add_import_parser(sub)
 
 
 def _describe(revisions) -> str:
@@ -74,3 +78,54 @@ def run_version(_args, argv) -> int:
         return 0
     print(f"{current} (head is {head}; pending: {_describe(left)})")
     return 0 if schema.compatibility(current) == "ok" else 1
+
+
+def _add_import_parser(sub) -> None:
+    parser = sub.add_parser(
+        "import-ironic-inspector",
+        help="copy node statuses, lookup attributes, stored introspection data and rules "
+        "from an ironic-inspector database (idempotent)",
+    )
+    parser.add_argument(
+        "--source-connection",
+        required=True,
+        metavar="URL",
+        help="the ironic-inspector database: its [database]connection URL; read only",
+    )
+    parser.add_argument(
+        "--dry-run", action="store_true", help="print what would be done; write nothing"
+    )
+    parser.set_defaults(run=run_import)
+
+
+def _validate_rule(document: dict) -> dict:
+    """As POST /v1/rules validates its body: the JSON Schema, then the rule vocabulary."""
+    return rule_schema.validate_rule(schemas.validate(document, schemas.RULE, "rule"))
+
+
+def run_import(args, argv) -> int:
+    url = store.database_url(config.load(argv))
+    compatible = schema.compatibility(schema.current_revision(url))
+    if compatible == "newer":
+        compatible = "the database schema is newer than this release: import with that release"
+    if compatible != "ok":
+        raise errors.Conflict(f"cannot import: {compatible}")
+    with Source(args.source_connection) as source:
+        target = store.Store.from_url(url)
+        try:
+            report = importer.run(
+                source,
+                target,
+                validate_rule=_validate_rule,
+                dry_run=args.dry_run,
+                on_step=lambda step: _print_step(step, args.dry_run),
+            )
+        finally:
+            target.close()
+    print(report.summary())
+    return 0
+
+
+def _print_step(step: importer.Step, dry_run: bool) -> None:
+    if step.outcome != importer.Outcome.UNCHANGED:
+        print(step.render(dry_run), flush=True)
