@@ -119,9 +119,9 @@ def map_status(node: SourceNode) -> tuple[Status | None, str]:
     """Our status for an ironic-inspector node, and a note for the operator ("" if none);
     None for a state that ironic-inspector never had."""
     manage_boot = True if node.manage_boot is None else bool(node.manage_boot)
-    fields = {"started_at": node.started_at, "manage_boot": manage_boot}
     if node.state in SAME_STATES:
-        return Status(node.state, finished_at=node.finished_at, error=node.error, **fields), ""
+        status = Status(node.state, node.started_at, node.finished_at, node.error, manage_boot)
+        return status, ""
     if node.state in INTERRUPTED_STATES | {ABORTING}:
         # The end was never recorded; its start stands in, so that every run maps it alike.
         finished_at = node.finished_at or node.started_at
@@ -130,7 +130,8 @@ def map_status(node: SourceNode) -> tuple[Status | None, str]:
         note = f"was {node.state} in ironic-inspector: imported as error"
         if node.state == ABORTING:
             note += " (its power off may not have happened: check the node)"
-        return Status(State.ERROR.value, finished_at=finished_at, error=reason, **fields), note
+        status = Status(State.ERROR.value, node.started_at, finished_at, reason, manage_boot)
+        return status, note
     return None, f"unknown ironic-inspector state {node.state!r}"
 
 

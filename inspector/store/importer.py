@@ -58,7 +58,12 @@ def _read_ours(session: Session, uuid: str) -> _Ours:
 
 
 def import_node(
-    store: Store, source: Source, node: SourceNode, attributes: dict[str, set[str]], *, dry_run
+    store: Store,
+    source: Source,
+    node: SourceNode,
+    attributes: dict[str, set[str]],
+    *,
+    dry_run: bool,
 ) -> list[Step]:
     """The steps for one node; applied in one transaction unless dry_run. Attributes and
     data follow the status: a node whose record we keep keeps its attributes and data."""

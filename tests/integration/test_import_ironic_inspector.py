@@ -25,7 +25,7 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.pool import NullPool
 
 from inspector import cmd
-from inspector.store import Store
+from inspector.store import Store, schema
 from tests.conftest import IronicAPI, service_unavailable
 from tests.integration.cluster import (
     free_port,
@@ -249,7 +249,7 @@ def ours(postgresql_url: str, tmp_path: pathlib.Path) -> Iterator[tuple[pathlib.
     """Our configuration file (an upgraded, empty database) and a store on it."""
     config = tmp_path / "inspector.conf"
     config.write_text(render_config({"database": {"connection": postgresql_url}}))
-    _inspector("db", "upgrade", "--config-file", str(config))
+    schema.upgrade(postgresql_url)
     store = Store.from_url(postgresql_url)
     yield config, store
     store.close()
