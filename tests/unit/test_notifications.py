@@ -61,9 +61,9 @@ def leadership():
     return Leadership("notifications", "me", 1, lease_seconds=60.0, acquired_at=time.monotonic())
 
 
-def sender(store, receiver, **kwargs):
+def sender(store, receiver, poll_interval=0.01):
     return Sender(
-        store, [receiver], Outages(Lifecycle(), {}), poll_interval=0.01, max_backoff=1.0, **kwargs
+        store, [receiver], Outages(Lifecycle(), {}), poll_interval=poll_interval, max_backoff=1.0
     )
 
 
@@ -112,10 +112,10 @@ def test_sender_delivers_once_and_retries_until_accepted(store):
     receiver = Receiver()
     receiver.down = True
     introspect(store)
-    send = sender(store, receiver)
+    send = sender(store, receiver, poll_interval=0.3)
     assert send.deliver_due(leadership()) == 0
     assert store.pending_notifications() == 2
-    assert store.due_notifications() == []  # postponed: not due right away
+    assert store.due_notifications() == []  # postponed by 0.3 s: not due right away
     receiver.down = False
     lead = leadership()
     deadline = time.monotonic() + 5
