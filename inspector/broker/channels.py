@@ -177,6 +177,7 @@ class MessagingChannel(Channel):
         )
         self._started: list = []
         self._listening = threading.Event()
+        self._ironic = None
         own = self._om.Target(topic=topic, exchange="inspector")
         self._listeners = [
             self._listener(self._ours, [own], _Endpoint(self), f"{topic}.{host}.{uuid.uuid4()}"),
@@ -217,6 +218,13 @@ class MessagingChannel(Channel):
         # must not wait for its channel (polling covers for it meanwhile).
         threading.Thread(target=self._listen, name="channel-start", daemon=True).start()
 
+    def _stop(self, listener) -> None:
+        try:
+            listener.stop()
+            listener.wait()
+        except Exception as exc:
+            LOG.warning("Stopping a listener on %s: %s", self.description, exc)
+
     def _listen(self) -> None:
         for listener in self._listeners:
             try:
@@ -232,13 +240,16 @@ class MessagingChannel(Channel):
         return self._listening.wait(timeout)
 
     def stop(self) -> None:
-        for listener in list(self._started):
-            try:
-                listener.stop()
-                listener.wait()
-            except Exception as exc:
-                LOG.warning("Stopping a listener on %s: %s", self.description, exc)
-        for transport in {id(t): t for t in (self._ours, getattr(self, "_ironic", None))}.values():
+        # In parallel: each listener takes up to one poll (about a second) to stop.
+        stoppers = [
+            threading.Thread(target=self._stop, args=(listener,), daemon=True)
+            for listener in self._started
+        ]
+        for stopper in stoppers:
+            stopper.start()
+        for stopper in stoppers:
+            stopper.join(STOP_TIMEOUT)
+        for transport in (self._ours, self._ironic):
             if transport is not None:
                 transport.cleanup()
 

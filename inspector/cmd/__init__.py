@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from inspector import __version__
-from inspector.cmd import config_cmd, db_cmd, service_cmd
+from inspector.cmd import config_cmd, db_cmd, service_cmd, status_cmd
 from inspector.errors import ConfigError, InspectorError
 
 LOG = logging.getLogger(__name__)
@@ -28,7 +28,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=__version__)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (service_cmd, db_cmd, config_cmd):
+    for module in (service_cmd, db_cmd, config_cmd, status_cmd):
         module.add_parsers(commands)
     return parser
 

@@ -5,15 +5,18 @@ Also the HA guard: processes that must share work refuse in-process backends.
 
 import contextlib
 import logging
+import math
 import os
 from collections.abc import Iterator
 
 from oslo_config import cfg
 
 from inspector import coordination, store
+from inspector.broker import channels
 from inspector.broker.queue import WorkQueue
 from inspector.coordination.election import Election
 from inspector.errors import ConfigError
+from inspector.firewall import drivers, manager, sources
 from inspector.ironic.lazy import LazyIronic
 from inspector.lifecycle import Lifecycle, Outages, RetryPolicy
 from inspector.notifications import drivers as notification_drivers
@@ -82,7 +85,7 @@ def open_queue(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> WorkQueue:
 def open_coordinator(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> coordination.Coordinator:
     coordinator = coordination.connect(
         conf.coordination.backend_url,
-        f"{conf.host}-{os.getpid()}",
+        member_id(conf),
         max_retries=conf.coordination.max_retries,
         retry_interval=conf.coordination.retry_interval,
         shutdown=lifecycle.shutdown,
@@ -112,6 +115,59 @@ def open_ironic(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> LazyIronic:
     return ironic
 
 
+def member_id(conf: cfg.ConfigOpts) -> str:
+    return f"{conf.host}-{os.getpid()}"
+
+
+def closed_firewall(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> manager.FirewallManager:
+    """The process's PXE firewall manager, its driver checked and the port closed."""
+    in_process = conf.coordination.backend_url.startswith("memory:")
+    firewall = manager.FirewallManager(
+        drivers.load(conf),
+        lifecycle,
+        deny_unknown=conf.pxe_filter.deny_unknown_macs,
+        host=conf.host,
+        member=member_id(conf),
+        lease_seconds=math.inf if in_process else conf.coordination.lease_timeout,
+        refresh=min(conf.coordination.election_interval, 0.5),
+    )
+    firewall.close_at_start()
+    return firewall
+
+
+def start_firewall(
+    conf: cfg.ConfigOpts,
+    firewall: manager.FirewallManager,
+    election: Election,
+    *,
+    db: Store,
+    ironic: LazyIronic | None,
+    channel: channels.Channel | None,
+    budget: Outages,
+) -> None:
+    """The firewall's sources (polls and channel), its thread, then its election."""
+    group = conf.firewall
+    firewall.watch(
+        firewall.whitelist,
+        sources.introspected_macs(db),
+        group.whitelist_sync_period,
+        outages=budget,
+        service="database",
+    )
+    if ironic is not None:
+        firewall.watch(
+            firewall.blacklist,
+            sources.ironic_ports(ironic),
+            group.blacklist_sync_period,
+            outages=budget,
+            service="Ironic",
+        )
+    if channel is not None:
+        firewall.listen(channel)
+    firewall.start()
+    election.start()
+
+
 def notification_sender(conf: cfg.ConfigOpts, db: Store, budget: Outages) -> sender.Sender:
     group = conf.notifications
     chosen: list[notification_drivers.Driver] = []
@@ -127,10 +183,13 @@ def notification_sender(conf: cfg.ConfigOpts, db: Store, budget: Outages) -> sen
 
 @contextlib.contextmanager
 def running_pool(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> Iterator[Pool]:
-    """A started worker process: the pool, the periodic tasks' election and the
-    database watchdog, with their store, queue and DLM; all stopped and closed on exit
-    (the elections leave their groups first)."""
+    """A started worker process: its PXE firewall (closed before anything else, closed
+    again at exit), the pool, the elections of the periodic tasks and of the firewall,
+    and the database watchdog, with their store, queue, DLM and channel; all stopped
+    and closed on exit (the elections leave their groups first)."""
     with contextlib.ExitStack() as stack:
+        firewall = closed_firewall(conf, lifecycle)
+        stack.callback(firewall.stop)
         budget = outages(conf, lifecycle)
         db = open_store(conf)
         stack.callback(db.close)
@@ -141,7 +200,13 @@ def running_pool(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> Iterator[Pool]:
         faults = Faults.from_env()
         ironic = None if faults.skip_tasks else open_ironic(conf, lifecycle)
         throttle = RebootThrottle(coordinator, db, lifecycle, conf.worker.reboot_throttle)
-        tasks = Tasks() if ironic is None else Tasks(db, ironic, conf, throttle=throttle)
+        channel = channels.from_conf(conf, host=conf.host)
+        announcer = channels.Announcer(channel) if channel is not None else None
+        tasks = (
+            Tasks()
+            if ironic is None
+            else Tasks(db, ironic, conf, throttle=throttle, announcer=announcer)
+        )
         handler = Handler(db, coordinator, queue, tasks, faults=faults)
         pool = Pool(
             queue,
@@ -174,6 +239,17 @@ def running_pool(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> Iterator[Pool]:
             )
             stack.callback(notifier.join, conf.coordination.lease_timeout + JOIN_BOUND)
             notifier.start()
+        pxe = Election(
+            coordinator,
+            manager.KIND,
+            firewall.lead,
+            lifecycle,
+            budget,
+            interval=conf.coordination.election_interval,
+            claim=db.claim_leadership,
+        )
+        stack.callback(pxe.join, conf.coordination.lease_timeout + JOIN_BOUND)
+        start_firewall(conf, firewall, pxe, db=db, ironic=ironic, channel=channel, budget=budget)
         Watchdog(db, lifecycle, budget).start()
         pool.start()
         yield pool
