@@ -336,8 +336,14 @@ def is_open(host: Host, driver: str) -> bool:
         return True
     if "ether saddr @whitelist accept" not in table:
         return False
-    # An expiring rule set: the element of @open must still be there.
-    return "@open" not in table or "67 timeout" in table.split("set open")[1].split("}")[0]
+    if "@open" not in table:
+        return True
+    # An expiring rule set: the element of @open must still be there, and the deadline
+    # (`meta time >= "<local time>" drop`) not reached.
+    if "67 timeout" not in table.split("set open")[1].split("}")[0]:
+        return False
+    deadline = table.split('meta time >= "')[1].split('"')[0]
+    return time.time() < time.mktime(time.strptime(deadline, "%Y-%m-%d %H:%M:%S"))
 
 
 def listed(host: Host, driver: str, name: str) -> set[str]:

@@ -608,7 +608,7 @@ def test_iptables_refresh_rewrites_the_main_chain_only():
     )
 
 
-def test_nftables_refresh_replaces_the_element_in_one_transaction():
+def test_nftables_refresh_replaces_the_element_and_the_deadline_when_its_second_moves():
     recorder = Recorder()
     driver = NftablesDriver(recorder, interface="pxe0")
     driver.clock = lambda: NOW
@@ -624,11 +624,19 @@ def test_nftables_refresh_replaces_the_element_in_one_transaction():
         f"add element {t} open {{ 67 timeout 2400ms }}\n"
     ]
     recorder.reset()
+    driver.clock = lambda: NOW + 1
+    driver.apply(dataclasses.replace(EXPIRING, open_until=NOW + 3.2))  # the second moved
+    (batch,) = recorder.batches("nft")
+    assert f"add element {t} open {{ 67 timeout 2200ms }}" in batch
+    assert f"add rule {t} pxe meta time >= {int(NOW) + 3} drop" in batch
+    recorder.reset()
     driver.clock = lambda: NOW + 5
     driver.apply(dataclasses.replace(EXPIRING, open_until=NOW + 4))  # already past
-    assert recorder.batches("nft") == [
-        f"add set {t} open {{ type inet_service; flags timeout; }}\nflush set {t} open\n"
-    ]
+    (batch,) = recorder.batches("nft")
+    assert (
+        f"add set {t} open {{ type inet_service; flags timeout; }}\nflush set {t} open\n" in batch
+    )
+    assert "add element" not in batch
 
 
 def test_nftables_expiry_added_to_an_open_table_declares_the_set_before_the_rule():
@@ -642,10 +650,13 @@ def test_nftables_expiry_added_to_an_open_table_declares_the_set_before_the_rule
     t = "inet ironic-inspector"
     assert lines.index(f"flush set {t} open") < lines.index(f"flush chain {t} pxe")
     assert f"add rule {t} pxe udp dport != @open drop" in lines
+    assert f"add rule {t} pxe meta time >= {int(NOW) + 2} drop" in lines
 
 
 def test_drivers_say_whether_they_can_expire():
-    assert NftablesDriver.expiry_resolution == 0.001
+    # nftables: the element's timeout is exact to the millisecond, its deadline rule to
+    # the second; the port closes at the first of the two.
+    assert NftablesDriver.expiry_resolution == 1.0
     assert IptablesDriver.expiry_resolution == IpsetDriver.expiry_resolution == 1.0
     assert DnsmasqDriver.expiry_resolution is None
     assert NoopDriver.expiry_resolution is None

@@ -5,14 +5,17 @@ ether_addr sets. Guarantees: an nft batch is one kernel transaction, so every ap
 (delete the table and recreate it whole, or add/delete a few set elements) is atomic.
 An apply with nothing to change lists the hook chain and rewrites the table whole if
 the jump is gone; a patch of a table that went away fails and is replaced whole. The
-whitelist set is looked at before the blacklist set. RuleSet.open_until becomes the
-timeout of the one element of the set `open` (the DHCP port), which the pass rules
-need: the kernel closes the port by itself when the timeout runs out (millisecond
-resolution); a refresh replaces the element in one transaction.
+whitelist set is looked at before the blacklist set. RuleSet.open_until closes the
+port twice over, by the kernel alone: the one element of the set `open` (the DHCP port)
+times out then (relative, so a step of the wall clock does not move it), and a
+`meta time >=` rule drops from its last whole second on (absolute, so a batch applied
+late does not extend it). A refresh replaces the element in one transaction, and the
+chain when that second moves.
 The table is named after [iptables] firewall_chain and touches only DHCP packets
 (UDP 67, or 547 with ip_version 6) arriving on [iptables] dnsmasq_interface.
 """
 
+import math
 from typing import Self
 
 from oslo_config import cfg
@@ -32,7 +35,7 @@ class NftablesDriver(Driver):
     """Table `inet <prefix>`: sets whitelist and blacklist, chains input (hook) and pxe."""
 
     name = "nftables"
-    expiry_resolution = 0.001
+    expiry_resolution = 1.0
 
     def __init__(
         self,
@@ -67,8 +70,11 @@ class NftablesDriver(Driver):
     def _verdict(rules: RuleSet) -> list[str]:
         if not rules.open:
             return ["drop"]
-        # With an expiry, a port missing from @open (its element timed out) is closed.
-        expiry = [] if rules.open_until is None else ["udp dport != @open drop"]
+        # With an expiry, a port missing from @open (its element timed out) is closed,
+        # and so is any packet once the deadline's second has come.
+        expiry = []
+        if rules.open_until is not None:
+            expiry = ["udp dport != @open drop", f"meta time >= {_second(rules)} drop"]
         return [
             *expiry,
             "ether saddr @whitelist accept",
@@ -174,10 +180,15 @@ class NftablesDriver(Driver):
             lines.append(f"add set {t} open {{ type inet_service; flags timeout; }}")
             lines.append(f"flush set {t} open")
             lines += [f"add element {t} open {{ {e} }}" for e in self._open_element(rules)]
-        if change.verdict_changed:
+        if change.verdict_changed or _second(previous) != _second(rules):
             lines.append(f"flush chain {t} pxe")
             lines += [f"add rule {t} pxe {line}" for line in self._verdict(rules)]
         self._nft("\n".join([*lines, ""]))
 
     def _remove(self) -> None:
         self._nft(f"table {self.table} {{}}\ndelete table {self.table}\n")
+
+
+def _second(rules: RuleSet) -> int | None:
+    """The absolute deadline of the `meta time` rule: open_until's whole second."""
+    return None if rules.open_until is None else math.floor(rules.open_until)
