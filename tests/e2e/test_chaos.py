@@ -1,0 +1,150 @@
+"""50 introspections on the local cluster while its processes are killed at random.
+
+The cluster of scripts/cluster.py (three `inspector api` behind HAProxy, three inspector
+hosts in network namespaces, each with dnsmasq and a worker whose nftables firewall acts
+in its namespace; PostgreSQL, RabbitMQ, Redis and the standalone Ironic). 50
+fake-hardware nodes are introspected through HAProxy with real ramdisk payloads, posted
+once each node waits, while a chaos thread kill -9s a random API or worker process every
+few seconds and starts it again. Every node must end `finished`, or `error` with the one
+reason the design gives for a worker that died mid-processing (deja vu); none may stay
+behind; and at every sample (every 100 ms) at most one host's PXE service is open.
+"""
+
+import random
+import threading
+import time
+
+import pytest
+import requests
+
+from inspector.machine import DEJA_VU_REASON
+from tests.e2e.conftest import Client, Driver, enroll, payloads, running_cluster
+
+pytestmark = pytest.mark.integration
+
+NODES = 50
+#: Seconds the introspections get, chaos included, once the cluster is up.
+DEADLINE = 180.0
+#: Seconds between two kills (drawn uniformly).
+KILL_INTERVAL = (2.0, 4.0)
+#: Seconds between two samples of the hosts' firewalls.
+SAMPLE_INTERVAL = 0.1
+VICTIMS = ("api-1", "api-2", "api-3", "worker-1", "worker-2", "worker-3")
+OPTIONS = {"worker": {"pool_size": 4}}
+
+
+class FirewallWatch:
+    """Samples every host's PXE firewall (nft, in its namespace) in a thread."""
+
+    def __init__(self, cluster) -> None:
+        self.cluster = cluster
+        self.samples = 0
+        self.opened = 0  # samples with one host open
+        self.violations: list[tuple[float, dict[int, str]]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="firewall-watch", daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(SAMPLE_INTERVAL):
+            hosts = self.cluster.pxe()
+            self.samples += 1
+            # Unfiltered (no table) would let dnsmasq answer anyone: it counts as open.
+            opened = [index for index, state in hosts.items() if state != "closed"]
+            self.opened += len(opened) == 1
+            if len(opened) > 1 or "unfiltered" in hosts.values():
+                self.violations.append((time.time(), hosts))
+
+    def __enter__(self) -> "FirewallWatch":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        self._thread.join(30)
+
+
+class Chaos:
+    """kill -9 of a random API or worker every few seconds, started again at once."""
+
+    def __init__(self, cluster, seed: int) -> None:
+        self.cluster = cluster
+        self.random = random.Random(seed)
+        self.kills: list[tuple[float, str]] = []
+        self.error: BaseException | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="chaos", daemon=True)
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.wait(self.random.uniform(*KILL_INTERVAL)):
+                name = self.random.choice(VICTIMS)
+                self.cluster.kill(name)
+                self.kills.append((time.time(), name))
+                self.cluster.start(name)
+        except BaseException as error:  # reported by the test, not lost in the thread
+            self.error = error
+
+    def __enter__(self) -> "Chaos":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        self._thread.join(60)
+
+
+def test_chaos_50_introspections(tmp_path, services, ironic_api):
+    seed = random.randrange(1 << 32)
+    print(f"chaos seed {seed}")
+    started = time.monotonic()
+    with running_cluster(tmp_path / "cluster", options=OPTIONS) as cluster:
+        print(f"cluster up in {time.monotonic() - started:.1f} s")
+        nodes = enroll(ironic_api, NODES)
+        data = payloads(ironic_api, nodes)
+        client = Client(cluster.url)
+        driver = Driver(client, data)
+        begun = time.monotonic()
+        deadline = begun + DEADLINE
+        try:
+            with FirewallWatch(cluster) as watch, Chaos(cluster, seed) as chaos:
+                driver.start_all(nodes, deadline)
+                final = driver.run(deadline)
+        finally:
+            driver.close()
+        took = time.monotonic() - begun
+        print(f"{NODES} introspections in {took:.1f} s; kills: {chaos.kills}")
+        print(f"requests that did not get through (retried): {len(client.failures)}")
+        assert chaos.error is None, f"the chaos thread failed: {chaos.error!r}"
+
+        outcomes = {node: final[node] for node in nodes}
+        allowed = {
+            node: status
+            for node, status in outcomes.items()
+            if status["state"] == "finished"
+            or (status["state"] == "error" and status["error"] == DEJA_VU_REASON)
+        }
+        assert allowed.keys() == outcomes.keys(), {
+            node: (status["state"], status["error"])
+            for node, status in outcomes.items()
+            if node not in allowed
+        }
+        finished = [node for node, status in outcomes.items() if status["state"] == "finished"]
+        print(f"finished {len(finished)}, deja vu {NODES - len(finished)}")
+        assert finished, "no introspection finished"
+
+        # The chaos happened, to both kinds of process, and the watch saw the firewall.
+        assert len(chaos.kills) >= 0.5 * took / KILL_INTERVAL[1], chaos.kills
+        assert {name.split("-")[0] for _, name in chaos.kills} == {"api", "worker"}
+        assert watch.samples >= took / (10 * SAMPLE_INTERVAL), watch.samples
+        assert watch.opened > 0, "no host's PXE service was ever seen open"
+        assert watch.violations == [], watch.violations[:10]
+
+        # What the finished ones stored, through the proxy, and what Ironic got.
+        for node in finished:
+            answer = requests.get(f"{cluster.url}/v1/introspection/{node}/data", timeout=10)
+            assert answer.status_code == 200, answer.text
+            interfaces = answer.json()["inventory"]["interfaces"]
+            assert interfaces == data[node]["inventory"]["interfaces"]
+        sample = ironic_api.get_node(finished[0])
+        inventory = data[finished[0]]["inventory"]
+        assert sample["properties"]["memory_mb"] == str(inventory["memory"]["physical_mb"])
