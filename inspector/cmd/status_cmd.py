@@ -2,6 +2,8 @@
 lists' sizes, the last sync) and `inspector firewall close` (for a supervisor's
 ExecStopPost: a killed worker cannot close a dnsmasq hostsdir itself)."""
 
+import dataclasses
+import json
 import logging
 import sys
 import threading
@@ -13,6 +15,8 @@ from oslo_config import cfg
 from inspector import conf as config
 from inspector import store
 from inspector.broker import channels
+from inspector.broker.queue import WorkQueue
+from inspector.cmd import collectors
 from inspector.errors import InspectorError
 from inspector.firewall import drivers, manager
 from inspector.firewall.status import Status, table
@@ -23,7 +27,15 @@ DEFAULT_WAIT = 2.0
 
 def add_parsers(commands) -> None:
     status = commands.add_parser(
-        "status", help="show every worker's PXE firewall: open or closed, leader, lists"
+        "status",
+        help="the cluster at a glance: database, queue, nodes per state, singleton groups "
+        "and leaders, periodic tasks, notifications, every worker's PXE firewall; the exit "
+        "status ORs the collectors' codes (0 ok, 1 being fixed, 2 unknown, 4 operator)",
+    )
+    status.add_argument(
+        "--json",
+        action="store_true",
+        help="print the report of every collector as JSON (Ganeti monitoring format)",
     )
     status.add_argument(
         "--wait",
@@ -95,20 +107,55 @@ def ask(channel: channels.Channel, wait: float) -> list[Status]:
         return list(answers.values())
 
 
-def run_status(args, argv) -> int:
-    conf = _load(argv)
-    print(f"Firewall leader: {_leader(conf)}")
+def _firewall_statuses(conf: cfg.ConfigOpts, wait: float) -> list[Status] | None:
     channel = channels.from_conf(conf, host=f"status-{uuid.uuid4().hex[:8]}", ironic=False)
     if channel is None or isinstance(channel, channels.LocalChannel):
-        print(
-            "No channel to ask the workers (an in-process or Redis queue without "
-            "[firewall] channel_url): per-process status unavailable",
-            file=sys.stderr,
+        raise InspectorError(
+            "no channel to ask the workers (an in-process or Redis queue without "
+            "[firewall] channel_url)"
         )
-        return 1
-    statuses = ask(channel, args.wait)
+    statuses = ask(channel, wait)
     if not statuses:
-        print(f"No worker answered within {args.wait:g} s", file=sys.stderr)
-        return 1
-    sys.stdout.write(table(statuses, time.time()))
-    return 0
+        raise InspectorError(f"no worker answered within {wait:g} s")
+    return statuses
+
+
+def _queue_depth(conf: cfg.ConfigOpts) -> int | None:
+    queue = WorkQueue(
+        conf.queue.transport_url,
+        conf.queue.queue_name,
+        max_retries=0,
+        retry_interval=conf.queue.retry_interval,
+    )
+    try:
+        return queue.depth()
+    finally:
+        queue.close()
+
+
+def run_status(args, argv) -> int:
+    conf = _load(argv)
+    seen: list[Status] = []
+
+    def firewall_statuses() -> list[dict]:
+        seen.extend(_firewall_statuses(conf, args.wait) or [])
+        return [dataclasses.asdict(status) for status in seen]
+
+    db = store.Store.from_url(store.database_url(conf))
+    try:
+        reports = collectors.gather(
+            conf,
+            db,
+            queue_depth=lambda: _queue_depth(conf),
+            firewall_statuses=firewall_statuses,
+        )
+    finally:
+        db.close()
+    if args.json:
+        print(json.dumps([report.to_dict() for report in reports], indent=2, default=str))
+    else:
+        print(f"Firewall leader: {_leader(conf)}")
+        if seen:
+            sys.stdout.write(table(seen, time.time()))
+        sys.stdout.write(collectors.summary(reports))
+    return collectors.exit_code(reports)
