@@ -104,6 +104,35 @@ def enroll(ironic_api: IronicAPI, count: int, threads: int = 10) -> list[str]:
         return list(pool.map(one, range(count)))
 
 
+def delete(ironic_api: IronicAPI, nodes: list[str], threads: int = 10) -> None:
+    """Delete the nodes from Ironic in parallel (the fixture's own clean-up, one by one,
+    then finds them gone)."""
+
+    def one(node: str) -> None:
+        client = IronicAPI(ironic_api.url)
+        try:
+            client.node_uuids.append(node)
+            client.delete_nodes()
+        finally:
+            client.session.close()
+
+    with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+        list(pool.map(one, nodes))
+
+
+@contextlib.contextmanager
+def enrolled(ironic_api: IronicAPI, count: int) -> Iterator[concurrent.futures.Future]:
+    """Enrolls count nodes in a thread while the block runs (e.g. while the cluster
+    starts): a future of their uuids; deleted in parallel after the block."""
+    with concurrent.futures.ThreadPoolExecutor(1) as background:
+        future = background.submit(enroll, ironic_api, count)
+        try:
+            yield future
+        finally:
+            with contextlib.suppress(Exception):
+                delete(ironic_api, future.result())
+
+
 def payloads(ironic_api: IronicAPI, nodes: list[str]) -> dict[str, dict]:
     """Each node's real ramdisk payload, carrying its Ironic ports' MACs."""
     return {

@@ -25,7 +25,7 @@ from tests.e2e.conftest import (
     POLL,
     Client,
     Driver,
-    enroll,
+    enrolled,
     load_cluster_module,
     payloads,
     running_cluster,
@@ -103,9 +103,12 @@ def columns(database_url: str, table: str) -> set[str]:
 
 
 def test_rolling_upgrade_with_introspections_in_flight(tmp_path, services, ironic_api):
-    with running_cluster(tmp_path / "cluster") as cluster:
+    with (
+        enrolled(ironic_api, NODES) as enrolling,
+        running_cluster(tmp_path / "cluster") as cluster,
+    ):
         source = new_release_source(tmp_path / "new")
-        nodes = enroll(ironic_api, NODES)
+        nodes = enrolling.result()
         data = payloads(ironic_api, nodes)
         client = Client(cluster.url)
         driver = Driver(client, data)
