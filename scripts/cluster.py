@@ -732,6 +732,8 @@ class Cluster:
     def _ensure_release(self, source: pathlib.Path | None, ref: str | None) -> None:
         name = self.state.get("release")
         if name and (self.release_path(name) / "release.json").exists():
+            if source or ref:
+                say(f"the cluster runs release {name}: to change it, scripts/cluster upgrade")
             return
         name = self.next_release_name()
         self.record("release", name)

@@ -79,6 +79,8 @@ def upgrade(cluster: Cluster, *, source: pathlib.Path | None = None, ref: str | 
     state = cluster.load()
     if not state.get("release"):
         raise ClusterError(f"no cluster in {cluster.dir}: scripts/cluster up")
+    if not cluster.alive("haproxy"):
+        raise ClusterError("HAProxy is not running: scripts/cluster up first")
     with _only_one(cluster):
         started = time.monotonic()
         old, new = state["release"], cluster.next_release_name()

@@ -77,6 +77,8 @@ def running_cluster(directory: pathlib.Path, **up_args: Any) -> Iterator[Any]:
     by pytest when the test failed)."""
     module = load_cluster_module()
     cluster = module.Cluster(directory)
+    # A test killed halfway leaves its cluster: `scripts/cluster --dir DIR down` removes it.
+    print(f"cluster directory: {cluster.dir}")
     try:
         cluster.up(0, **up_args)
         yield cluster
