@@ -12,6 +12,7 @@ import json
 import logging
 import queue
 import threading
+import time
 import uuid
 import warnings
 from collections.abc import Callable, Sequence
@@ -36,8 +37,10 @@ IRONIC_PORT_REMOVED = ("baremetal.port.delete.end",)
 STATUS_REQUEST = "inspector.firewall.status.request"
 STATUS = "inspector.firewall.status"
 
-#: Seconds a listener may take to stop (oslo.messaging polls its queue once a second).
-STOP_TIMEOUT = 5.0
+#: Seconds a stop waits for the listeners (oslo.messaging polls its queue once a second
+#: and reconnects in the background). Their threads are daemons: a process exiting
+#: does not wait for them, and RabbitMQ drops the queues of a closed connection.
+STOP_TIMEOUT = 0.5
 #: Publisher id of our notifications.
 PUBLISHER = "inspector"
 
@@ -247,8 +250,12 @@ class MessagingChannel(Channel):
         ]
         for stopper in stoppers:
             stopper.start()
+        deadline = time.monotonic() + STOP_TIMEOUT
         for stopper in stoppers:
-            stopper.join(STOP_TIMEOUT)
+            stopper.join(max(0.0, deadline - time.monotonic()))
+        if any(stopper.is_alive() for stopper in stoppers):
+            LOG.debug("Listeners on %s still stopping: leaving them", self.description)
+            return
         for transport in (self._ours, self._ironic):
             if transport is not None:
                 transport.cleanup()

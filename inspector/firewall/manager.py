@@ -155,7 +155,7 @@ class FirewallManager:
         if self._thread is not None:
             self._thread.join(CLOSE_BOUND)
         for poller in self._pollers:
-            poller.join(1.0)
+            poller.stop()
         if self.channel is not None:
             self.channel.stop()
 

@@ -150,6 +150,7 @@ class Poller:
         self.service = service
         self.active = active
         self._now = threading.Event()
+        self._halt = threading.Event()
         self._thread: threading.Thread | None = None
 
     def poll(self) -> bool:
@@ -183,16 +184,16 @@ class Poller:
 
     def _run(self) -> None:
         shutdown = self.lifecycle.shutdown
-        while not shutdown.is_set():
+        while not shutdown.is_set() and not self._halt.is_set():
             if self.active():
                 self.poll()
             self._now.wait(self.period)
             self._now.clear()
 
-    def join(self, timeout: float) -> None:
+    def stop(self) -> None:
+        """No more polls; one in flight finishes on its own (a daemon thread)."""
+        self._halt.set()
         self._now.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
 
 
 class Feed:
