@@ -31,7 +31,7 @@ INTERVAL = 0.5
 GET_TIMEOUT = 0.5
 BUDGET = RETRIES * INTERVAL + GET_TIMEOUT
 #: What a process needs after giving up to close its connections and exit.
-TEARDOWN = 3.0
+TEARDOWN = 4.0
 WORKERS = 3
 
 
