@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from oslo_config import cfg
 
 from inspector import coordination, store
-from inspector.broker import channels
+from inspector.broker import channels, notifier
 from inspector.broker.queue import WorkQueue
 from inspector.coordination.election import Election
 from inspector.errors import ConfigError
@@ -176,6 +176,15 @@ def notification_sender(conf: cfg.ConfigOpts, db: Store, budget: Outages) -> sen
             chosen.append(notification_drivers.HttpDriver(group.http_endpoint, group.http_timeout))
         elif name == "log":
             chosen.append(notification_drivers.LogDriver())
+        elif name == "messaging":
+            chosen.append(
+                notifier.MessagingDriver(
+                    group.transport_url or conf.queue.transport_url,
+                    exchange=group.exchange,
+                    topics=group.topics,
+                    publisher_id=f"inspector.{conf.host}",
+                )
+            )
     return sender.Sender(
         db, chosen, budget, poll_interval=group.poll_interval, max_backoff=group.max_backoff
     )

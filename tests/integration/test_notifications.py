@@ -1,12 +1,16 @@
 """Notifications survive a receiver that is down and a worker restart: every one arrives
 once the receiver is back (at-least-once, each with its stable id)."""
 
+import contextlib
 import http.server
 import json
 import threading
+import uuid
 
+import kombu
 import pytest
 
+from inspector.broker import notifier
 from tests.integration.cluster import (
     free_port,
     ipa_payload,
@@ -96,3 +100,39 @@ def test_notifications_arrive_after_an_outage_and_a_worker_restart(
         finish = next(n for n in receiver.received if n["event_type"].endswith("finish"))
         assert finish["node_uuid"] == node and finish["state"] == "finished"
         assert finish["duration_seconds"] is not None
+
+
+def test_messaging_driver_publishes_the_oslo_envelope_or_keeps_the_notification(
+    rabbitmq_server,
+):
+    """On RabbitMQ: a notification nobody can receive (no queue bound) is refused, so the
+    outbox keeps it; once a consumer's queue is bound it arrives as oslo.messaging's
+    messagingv2 would send it."""
+    exchange_name = f"test-notify-{uuid.uuid4().hex[:8]}"
+    payload = {"id": "n-1", "event_type": "inspector.introspection.finish", "node_uuid": "x"}
+    driver = notifier.MessagingDriver(
+        rabbitmq_server, exchange=exchange_name, topics=["notifications"], publisher_id="t"
+    )
+    with pytest.raises(notifier.NotDelivered, match=r"NOT_FOUND|not published"):
+        driver.send(payload)  # the exchange does not exist yet
+    with kombu.Connection(rabbitmq_server) as connection, contextlib.closing(driver):
+        channel = connection.channel()
+        exchange = kombu.Exchange(exchange_name, "topic", durable=False)(channel)
+        exchange.declare()
+        try:
+            with pytest.raises(notifier.NotDelivered, match="no queue is bound"):
+                driver.send(payload)
+            queue = kombu.Queue(
+                f"{exchange_name}.info", exchange=exchange, routing_key="notifications.info"
+            )(channel)
+            queue.declare()
+            driver.send(payload)
+            message = queue.get(no_ack=True)
+            assert message is not None
+            assert message.payload["oslo.version"] == "2.0"
+            inner = json.loads(message.payload["oslo.message"])
+            assert inner["event_type"] == "inspector.introspection.finish"
+            assert inner["priority"] == "INFO" and inner["payload"] == payload
+            queue.delete()
+        finally:
+            exchange.delete()
