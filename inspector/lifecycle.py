@@ -84,9 +84,12 @@ class Outages:
         policies: dict[str, RetryPolicy],
         *,
         clock: Callable[[], float] = time.monotonic,
+        observer: Callable[[str], None] | None = None,
     ) -> None:
         self.lifecycle = lifecycle
         self.policies = policies
+        #: Called with the service's name on each failed attempt (metrics).
+        self.observer = observer
         self._clock = clock
         self._guard = threading.Lock()
         self._since: dict[str, float] = {}
@@ -97,13 +100,15 @@ class Outages:
 
     def failed(self, service: str, message: str) -> None:
         """One more failed attempt on service; gives up when the budget is spent."""
+        if self.observer is not None:
+            self.observer(service)
         now = self._clock()
         with self._guard:
             since = self._since.setdefault(service, now)
         policy = self.policies.get(service, RetryPolicy(0, 1.0))
         elapsed = now - since
         if elapsed >= policy.budget:
-            self.give_up(service, f"{message} (unreachable for {elapsed:.1f} s)")
+            self._give_up(service, f"{message} (unreachable for {elapsed:.1f} s)")
         else:
             LOG.warning("%s unreachable for %.1f s, retrying: %s", service, elapsed, message)
 
@@ -114,5 +119,11 @@ class Outages:
             LOG.info("%s reachable again after %.1f s", service, self._clock() - since)
 
     def give_up(self, service: str, message: str) -> None:
+        """Stop the process at once: service's own client gave up retrying."""
+        if self.observer is not None:
+            self.observer(service)
+        self._give_up(service, message)
+
+    def _give_up(self, service: str, message: str) -> None:
         LOG.error("Giving up on %s: %s", service, message)
         self.lifecycle.stop(f"gave up on {service}: {message}", exit_status=OUTAGE_EXIT_STATUS)

@@ -7,7 +7,7 @@ import contextlib
 import logging
 import math
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from oslo_config import cfg
 
@@ -26,6 +26,7 @@ from inspector.periodic.tasks import CleanUp
 from inspector.store import Store
 from inspector.worker.faults import Faults
 from inspector.worker.handler import Handler
+from inspector.worker.metrics import NoMetrics, WorkerMetrics
 from inspector.worker.pool import Pool
 from inspector.worker.tasks import Tasks
 from inspector.worker.throttle import RebootThrottle
@@ -95,7 +96,9 @@ def open_coordinator(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> coordination
     return coordinator
 
 
-def outages(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> Outages:
+def outages(
+    conf: cfg.ConfigOpts, lifecycle: Lifecycle, observer: Callable[[str], None] | None = None
+) -> Outages:
     """The retry budget of each backend, from its group's max_retries and retry_interval."""
     groups = {"database": "database", "DLM": "coordination", "queue": "queue", "Ironic": "ironic"}
     return Outages(
@@ -104,6 +107,7 @@ def outages(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> Outages:
             service: RetryPolicy(conf[group].max_retries, conf[group].retry_interval)
             for service, group in groups.items()
         },
+        observer=observer,
     )
 
 
@@ -113,6 +117,11 @@ def open_ironic(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> LazyIronic:
     if problem:
         LOG.error("%s: introspections will fail until it is", problem)
     return ironic
+
+
+def worker_metrics(conf: cfg.ConfigOpts) -> WorkerMetrics | NoMetrics:
+    """The worker's metrics when [metrics] worker_listen_port is set, else a no-op."""
+    return WorkerMetrics() if conf.metrics.worker_listen_port else NoMetrics()
 
 
 def member_id(conf: cfg.ConfigOpts) -> str:
@@ -199,7 +208,8 @@ def running_pool(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> Iterator[Pool]:
     with contextlib.ExitStack() as stack:
         firewall = closed_firewall(conf, lifecycle)
         stack.callback(firewall.stop)
-        budget = outages(conf, lifecycle)
+        metrics = worker_metrics(conf)
+        budget = outages(conf, lifecycle, metrics.backend_failed)
         db = open_store(conf)
         stack.callback(db.close)
         queue = open_queue(conf, lifecycle)
@@ -216,7 +226,7 @@ def running_pool(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> Iterator[Pool]:
             if ironic is None
             else Tasks(db, ironic, conf, throttle=throttle, announcer=announcer)
         )
-        handler = Handler(db, coordinator, queue, tasks, faults=faults)
+        handler = Handler(db, coordinator, queue, tasks, faults=faults, metrics=metrics)
         pool = Pool(
             queue,
             handler,
@@ -260,5 +270,13 @@ def running_pool(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> Iterator[Pool]:
         stack.callback(pxe.join, conf.coordination.lease_timeout + JOIN_BOUND)
         start_firewall(conf, firewall, pxe, db=db, ironic=ironic, channel=channel, budget=budget)
         Watchdog(db, lifecycle, budget).start()
+        if isinstance(metrics, WorkerMetrics):
+            metrics.watch_leader(runner.KIND, periodic)
+            metrics.watch_leader(manager.KIND, pxe)
+            if conf.notifications.drivers:
+                metrics.watch_leader(sender.KIND, notifier)
+            metrics.watch_firewall(firewall.status)
+            metrics.serve(conf.metrics.worker_listen_address, conf.metrics.worker_listen_port)
+            stack.callback(metrics.stop)
         pool.start()
         yield pool

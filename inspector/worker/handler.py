@@ -6,6 +6,7 @@ is committed and the follow-ups are enqueued.
 """
 
 import logging
+import time
 from collections.abc import Callable
 from datetime import UTC
 from typing import Protocol
@@ -16,7 +17,9 @@ from inspector.coordination import Coordinator
 from inspector.machine import FINAL_STATES, STRICT_EVENTS, Event, Machine, State, Transition
 from inspector.store import NodeRecord, RequestRecord, Store, requests
 from inspector.store.transitions import change_for
+from inspector.worker import metrics as outcomes
 from inspector.worker.faults import NO_FAULTS, Faults
+from inspector.worker.metrics import NoMetrics, Recorder
 from inspector.worker.tasks import Tasks
 
 LOG = logging.getLogger(__name__)
@@ -59,6 +62,7 @@ class Handler:
         faults: Faults = NO_FAULTS,
         max_attempts: int = MAX_ATTEMPTS,
         delay: Callable[[int], float] = backoff,
+        metrics: Recorder | None = None,
     ) -> None:
         self.store = store
         self.coordinator = coordinator
@@ -68,6 +72,7 @@ class Handler:
         self.faults = faults
         self.max_attempts = max_attempts
         self.delay = delay
+        self.metrics = metrics or NoMetrics()
 
     def handle(self, delivery: Delivery) -> None:
         """Settle one delivery: ack, retry later, or dead-letter. Store, queue and DLM
@@ -75,22 +80,29 @@ class Handler:
         request = delivery.request
         if request is None:
             delivery.dead_letter(delivery.error or "malformed request")
+            self.metrics.transition("unknown", outcomes.DEAD_LETTERED)
             return
         if request.attempt >= self.max_attempts:
             delivery.dead_letter(f"not applicable after {request.attempt} attempts")
+            self.metrics.transition(request.event, outcomes.DEAD_LETTERED)
             return
         if request.event not in (DELETE, EXPIRE) and not _is_event(request.event):
             delivery.dead_letter(f"unknown event {request.event!r}")
+            self.metrics.transition("unknown", outcomes.DEAD_LETTERED)
             return
         with self.coordinator.try_lock(lock_name(request.node_uuid)) as held:
             if not held:
                 self._log(request, logging.DEBUG, "node is locked by another worker: later")
                 delivery.retry(self.delay(request.attempt))
+                self.metrics.lock_busy()
+                self.metrics.transition(request.event, outcomes.RETRIED)
                 return
-            if self._step(request):
+            outcome = self._step(request)
+            if outcome is not None:
                 delivery.ack()
             else:
                 delivery.retry(self.delay(request.attempt))
+            self.metrics.transition(request.event, outcome or outcomes.RETRIED)
 
     def _log(self, request: Request, level: int, message: str, *args, **kwargs) -> None:
         LOG.log(
@@ -103,8 +115,9 @@ class Handler:
             **kwargs,
         )
 
-    def _step(self, request: Request) -> bool:
-        """Apply the request under the node lock; False means "not yet, retry later"."""
+    def _step(self, request: Request) -> str | None:
+        """Apply the request under the node lock and say how it went (an outcome of
+        inspector.worker.metrics); None means "not yet, retry later"."""
         if request.event in (DELETE, EXPIRE):
             return self._remove(request)
         event = Event(request.event)
@@ -113,7 +126,7 @@ class Handler:
             return self._redelivered(request, event, seen, node)
         if node is None and not self.machine.can(None, event):
             self._log(request, logging.INFO, "node not in the store (yet): later")
-            return False
+            return None
         state = None if node is None else State(node.state)
         try:
             transition = self.machine.advance(state, event)
@@ -123,44 +136,43 @@ class Handler:
             node = self._commit(node, request, transition)
         except (errors.NodeBusy, errors.Conflict) as exc:
             self._log(request, logging.INFO, "lost a race (%s): later", exc.message)
-            return False
-        if self.tasks.has_work(transition.target):
-            self._run(node, request, transition)
-        return True
+            return None
+        ran = not self.tasks.has_work(transition.target) or self._run(node, request, transition)
+        return outcomes.APPLIED if ran else outcomes.FAILED
 
-    def _remove(self, request: Request) -> bool:
+    def _remove(self, request: Request) -> str:
         """Removal requests are always consumed. `delete` removes the node's records;
         `expire` removes an ended introspection, unless the node started another one
         since the request was made (its end is then later than the request)."""
         if request.event == DELETE:
             deleted = self.store.delete_node(request.node_uuid)
             self._log(request, logging.INFO, "node records %s", "deleted" if deleted else "absent")
-            return True
+            return outcomes.APPLIED
         node = self.store.load(request.node_uuid, request.request_id)[0]
         if node is None:
             self._log(request, logging.INFO, "node records already gone")
-            return True
+            return outcomes.APPLIED
         ended = node.finished_at.replace(tzinfo=UTC).timestamp() if node.finished_at else None
         if node.state not in FINAL_STATES or ended is None or ended > request.enqueued_at:
             self._log(request, logging.INFO, "node is in %s again: kept", node.state)
-            return True
+            return outcomes.APPLIED
         self.store.delete_node(request.node_uuid)
         self._log(request, logging.INFO, "expired: node records deleted")
-        return True
+        return outcomes.APPLIED
 
     def _refused(
         self, request: Request, event: Event, node: NodeRecord | None, exc: Exception
-    ) -> bool:
+    ) -> str | None:
         """The machine refused the event: record it and consume the request, except a
         ramdisk faster than the automatic `wait` (retried until `wait` lands)."""
         if event is Event.CONTINUE and node is not None and node.state == State.STARTING:
             self._log(request, logging.INFO, "ramdisk data before wait: later")
-            return False
+            return None
         message = getattr(exc, "message", str(exc))
         self._log(request, logging.WARNING, "refused: %s", message)
         if node is not None:
             self.store.reject(node.uuid, request.request_id, event, node.state, message)
-        return True
+        return outcomes.REFUSED
 
     def _commit(
         self,
@@ -188,13 +200,16 @@ class Handler:
         self._log(request, logging.INFO, "%s -> %s", transition.source, transition.target)
         return node
 
-    def _run(self, node: NodeRecord, request: Request, transition: Transition) -> None:
+    def _run(self, node: NodeRecord, request: Request, transition: Transition) -> bool:
         """The task, then the follow-ups, then the request is done. A failing task sends
-        the node to error instead."""
+        the node to error instead (False)."""
+        began = time.perf_counter()
+        succeeded = True
         try:
             self.faults.task_delay(request.event)
             follow_ups = self.tasks.run(node, request, transition)
         except Exception as exc:
+            self.metrics.task_duration(transition.target, time.perf_counter() - began)
             if isinstance(exc, errors.ServiceUnavailable) and exc.service:
                 # A backend outage, not a verdict on the node: leave the request unacked
                 # so it runs again (the process gives up on the backend meanwhile), and
@@ -205,12 +220,17 @@ class Handler:
             self._log(request, logging.ERROR, "task failed: %s", message, exc_info=True)
             self._fail(node, request, f"{transition.target} failed: {message}")
             follow_ups = []
+            succeeded = False
+        else:
+            self.metrics.task_duration(transition.target, time.perf_counter() - began)
         self.faults.before_ack(request.event, request.request_id)
         for event in follow_ups:
             self.queue.put(request.follow_up(event))
         self.store.finish_request(request.request_id)
+        return succeeded
 
     def _interrupted(self, request: Request) -> None:
+        self.metrics.transition(request.event, outcomes.INTERRUPTED)
         try:
             self.store.interrupt_request(request.request_id)
         except errors.InspectorError as exc:
@@ -229,17 +249,17 @@ class Handler:
 
     def _redelivered(
         self, request: Request, event: Event, seen: RequestRecord, node: NodeRecord | None
-    ) -> bool:
+    ) -> str:
         """A request id seen before: done/rejected ones are consumed; an applied one
         lost its worker mid-way: strict events go to error (deja vu), reentrant ones
         run their task again."""
         if seen.status not in requests.UNFINISHED:
             self._log(request, logging.INFO, "already %s: consumed", seen.status)
-            return True
+            return outcomes.DONE
         if node is None or node.version != seen.version:
             self._log(request, logging.INFO, "applied, and the node moved on since: consumed")
             self.store.finish_request(request.request_id)
-            return True
+            return outcomes.DONE
         if event not in STRICT_EVENTS or seen.status == requests.INTERRUPTED:
             self._log(
                 request,
@@ -253,8 +273,7 @@ class Handler:
                 State(node.state),
                 None,
             )
-            self._run(node, request, transition)
-            return True
+            return outcomes.RESUMED if self._run(node, request, transition) else outcomes.FAILED
         self._log(request, logging.WARNING, "strict event seen again: deja vu")
         if self.machine.can(State(node.state), event):
             transition = self.machine.advance(State(node.state), event)
@@ -262,7 +281,7 @@ class Handler:
                 node, request, transition, request_id=request.follow_up("dejavu").request_id
             )
         self.store.finish_request(request.request_id)
-        return True
+        return outcomes.DEJA_VU
 
 
 def _is_event(name: str) -> bool:
