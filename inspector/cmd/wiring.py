@@ -247,7 +247,7 @@ def running_pool(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> Iterator[Pool]:
         stack.callback(periodic.join, conf.coordination.lease_timeout + JOIN_BOUND)
         periodic.start()
         if conf.notifications.drivers:
-            notifier = Election(
+            notifications = Election(
                 coordinator,
                 sender.KIND,
                 notification_sender(conf, db, budget),
@@ -256,8 +256,8 @@ def running_pool(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> Iterator[Pool]:
                 interval=conf.coordination.election_interval,
                 claim=db.claim_leadership,
             )
-            stack.callback(notifier.join, conf.coordination.lease_timeout + JOIN_BOUND)
-            notifier.start()
+            stack.callback(notifications.join, conf.coordination.lease_timeout + JOIN_BOUND)
+            notifications.start()
         pxe = Election(
             coordinator,
             manager.KIND,
@@ -274,7 +274,7 @@ def running_pool(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> Iterator[Pool]:
             metrics.watch_leader(runner.KIND, periodic)
             metrics.watch_leader(manager.KIND, pxe)
             if conf.notifications.drivers:
-                metrics.watch_leader(sender.KIND, notifier)
+                metrics.watch_leader(sender.KIND, notifications)
             metrics.watch_firewall(firewall.status)
             metrics.serve(conf.metrics.worker_listen_address, conf.metrics.worker_listen_port)
             stack.callback(metrics.stop)

@@ -198,6 +198,9 @@ class Handler:
         )
         node = self.store.apply(change, node)
         self._log(request, logging.INFO, "%s -> %s", transition.source, transition.target)
+        if transition.target in FINAL_STATES and node.started_at and node.finished_at:
+            seconds = (node.finished_at - node.started_at).total_seconds()
+            self.metrics.introspection_ended(str(transition.target), seconds)
         return node
 
     def _run(self, node: NodeRecord, request: Request, transition: Transition) -> bool:

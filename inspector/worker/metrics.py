@@ -42,6 +42,7 @@ class Recorder(Protocol):
     def transition(self, event: str, outcome: str) -> None: ...
     def task_duration(self, state: str, seconds: float) -> None: ...
     def lock_busy(self) -> None: ...
+    def introspection_ended(self, state: str, seconds: float) -> None: ...
 
 
 class NoMetrics:
@@ -54,6 +55,9 @@ class NoMetrics:
         pass
 
     def lock_busy(self) -> None:
+        pass
+
+    def introspection_ended(self, state: str, seconds: float) -> None:
         pass
 
     def backend_failed(self, service: str) -> None:
@@ -131,6 +135,13 @@ class WorkerMetrics(NoMetrics):
             buckets=BUCKETS,
             registry=self.registry,
         )
+        self._introspections = Histogram(
+            "inspector_worker_introspection_duration_seconds",
+            "From start to finished or error, for the introspections this worker ended",
+            ["state"],
+            buckets=(10, 30, 60, 120, 300, 600, 900, 1800, 3600),
+            registry=self.registry,
+        )
         self._lock_busy = Counter(
             "inspector_worker_lock_busy",
             "Requests put back because another worker held the node lock",
@@ -154,6 +165,9 @@ class WorkerMetrics(NoMetrics):
 
     def lock_busy(self) -> None:
         self._lock_busy.inc()
+
+    def introspection_ended(self, state: str, seconds: float) -> None:
+        self._introspections.labels(state).observe(seconds)
 
     def backend_failed(self, service: str) -> None:
         self._backend_failures.labels(service).inc()

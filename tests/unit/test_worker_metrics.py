@@ -184,6 +184,10 @@ def test_a_whole_introspection_is_applied(handler, metrics):
     }
     assert value(metrics, "inspector_worker_task_duration_seconds_count", state="starting") == 1
     assert value(metrics, "inspector_worker_task_duration_seconds_count", state="processing") == 1
+    # The fake clock ticks a second per read: the introspection took a few seconds.
+    ended = "inspector_worker_introspection_duration_seconds"
+    assert value(metrics, f"{ended}_count", state="finished") == 1
+    assert value(metrics, f"{ended}_sum", state="finished") > 0
 
 
 def test_busy_lock_is_counted_and_retried(handler, metrics, coordinator):  # noqa: F811
