@@ -79,6 +79,7 @@ class FirewallManager:
         self._leadership: Leadership | None = None
         self._applied: RuleSet | None = None
         self._applied_at: float | None = None
+        self._apply_seconds: float | None = None
         self._error: str | None = None
         self._wake = threading.Event()
         self._stopped = threading.Event()
@@ -205,6 +206,7 @@ class FirewallManager:
             rules = self.desired()
             if rules == self._applied and not verify:
                 return True
+            began = time.perf_counter()
             try:
                 self.driver.apply(rules)
             except Exception as exc:
@@ -215,6 +217,7 @@ class FirewallManager:
                 return False
             was_open = self._applied is not None and self._applied.open
             self._applied, self._applied_at, self._error = rules, time.time(), None
+            self._apply_seconds = time.perf_counter() - began
         if rules.open != was_open:
             LOG.info("PXE service %s", "opened" if rules.open else "closed")
         return True
@@ -309,6 +312,7 @@ class FirewallManager:
                 ),
                 applied_at=self._applied_at,
                 error=self._error,
+                apply_seconds=self._apply_seconds,
             )
 
     def answer(self, request_id: str) -> None:

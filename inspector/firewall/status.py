@@ -32,6 +32,8 @@ class Status:
     heard_at: float | None
     applied_at: float | None
     error: str | None
+    #: Seconds the last successful apply (sync) took.
+    apply_seconds: float | None = None
 
     @classmethod
     def from_dict(cls, data: dict) -> "Status":

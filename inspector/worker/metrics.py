@@ -109,6 +109,12 @@ class ProcessCollector:
             "MACs denied by the PXE firewall (not whitelisted)",
             status.blacklist,
         )
+        if getattr(status, "apply_seconds", None) is not None:
+            yield GaugeMetricFamily(
+                "inspector_worker_firewall_apply_seconds",
+                "Seconds the last sync of the firewall (one atomic apply) took",
+                status.apply_seconds,
+            )
         if status.last_sync is not None:
             yield GaugeMetricFamily(
                 "inspector_worker_firewall_last_sync_age_seconds",

@@ -120,6 +120,9 @@ def test_firewall_gauges(metrics):
     assert value(metrics, "inspector_worker_firewall_whitelist") == 4
     assert value(metrics, "inspector_worker_firewall_blacklist") == 2
     assert value(metrics, "inspector_worker_firewall_last_sync_age_seconds") == 5.0
+    assert value(metrics, "inspector_worker_firewall_apply_seconds") is None
+    current[0] = status(apply_seconds=0.004)
+    assert value(metrics, "inspector_worker_firewall_apply_seconds") == 0.004
     current[0] = status(open=False, whitelist_synced_at=None, blacklist_synced_at=None)
     assert value(metrics, "inspector_worker_firewall_open") == 0
     assert value(metrics, "inspector_worker_firewall_last_sync_age_seconds") is None
