@@ -16,6 +16,7 @@ from oslo_config import cfg
 from inspector import coordination
 from inspector.errors import InspectorError
 from inspector.machine import ACTIVE_STATES, State
+from inspector.periodic import tasks as clean_up
 from inspector.store import Store
 from inspector.store.census import Census
 
@@ -173,16 +174,10 @@ def gather(
         reports.append(queue(None, exc.message))
     if census is not None:
         members, group_problem = _members(conf)
-        group = conf.clean_up
-        periods = {
-            "timeout": group.timeout_period or conf.clean_up_period,
-            "ironic_sync": group.ironic_sync_period or conf.clean_up_period,
-            "expiry": group.expiry_period or conf.clean_up_period,
-        }
         reports += [
             nodes(census),
             singletons(census, members, group_problem),
-            periodic(census, periods, conf.coordination.lease_timeout, now),
+            periodic(census, clean_up.periods(conf), conf.coordination.lease_timeout, now),
             notifications(census),
         ]
     try:

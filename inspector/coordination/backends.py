@@ -58,10 +58,16 @@ class Coordinator:
     def stop(self) -> None:
         raise NotImplementedError
 
-    def try_lock(self, name: str) -> contextlib.AbstractContextManager[bool]:
+    @contextlib.contextmanager
+    def try_lock(self, name: str) -> Iterator[bool]:
         """Context manager yielding True when the lock is held (released on exit),
         False when someone else holds it. Never blocks waiting for the lock."""
-        raise NotImplementedError
+        lease = self.try_lease(name)
+        try:
+            yield lease is not None
+        finally:
+            if lease is not None:
+                lease.release()
 
     #: Seconds after which a dead holder's leases and membership expire.
     lease_seconds: float = 0.0
@@ -102,18 +108,6 @@ class LocalCoordinator(Coordinator):
 
     def stop(self) -> None:
         pass
-
-    @contextlib.contextmanager
-    def try_lock(self, name: str) -> Iterator[bool]:
-        with self._guard:
-            acquired = name not in self._held
-            self._held.add(name)
-        try:
-            yield acquired
-        finally:
-            if acquired:
-                with self._guard:
-                    self._held.discard(name)
 
     def try_lease(self, name: str) -> Lease | None:
         with self._guard:
@@ -168,7 +162,8 @@ class _ToozLease(Lease):
 
     def release(self) -> None:
         try:
-            self._lock.release()
+            if self._lock.release() is False:
+                LOG.warning("Lease %s had expired before its release", self._name)
         except Exception as exc:
             LOG.warning("Cannot release lease %s (it will expire): %s", self._name, exc)
 
@@ -249,19 +244,6 @@ class ToozCoordinator(Coordinator):
             except DLM_ERRORS as exc:
                 LOG.warning("Error while leaving %s: %s", self._describe(), exc)
 
-    @contextlib.contextmanager
-    def try_lock(self, name: str) -> Iterator[bool]:
-        lock = self._connected().get_lock(name.encode())
-        try:
-            acquired = lock.acquire(blocking=False)
-        except DLM_ERRORS as exc:
-            raise self._unavailable(f"lock {name}", exc) from exc
-        try:
-            yield bool(acquired)
-        finally:
-            if acquired:
-                self._release(lock, name)
-
     def _connected(self):
         if self._driver is None:
             raise ServiceUnavailable(f"not connected to {self._describe()}", service="DLM")
@@ -308,13 +290,6 @@ class ToozCoordinator(Coordinator):
 
     def _unavailable(self, what: str, exc: Exception) -> ServiceUnavailable:
         return ServiceUnavailable(f"cannot {what} in {self._describe()}: {exc}", service="DLM")
-
-    def _release(self, lock, name: str) -> None:
-        try:
-            if not lock.release():
-                LOG.warning("Lock %s had expired before its release", name)
-        except DLM_ERRORS as exc:
-            LOG.warning("Cannot release lock %s (it will expire): %s", name, exc)
 
 
 def _fail_fast(driver) -> None:

@@ -32,6 +32,16 @@ class PeriodicTask:
     run: Callable[[Leadership], str]  # returns a one-line outcome for the run record
 
 
+def periods(conf: Any) -> dict[str, float]:
+    """Each clean-up task's period: its own option, or [DEFAULT] clean_up_period."""
+    group, default = conf.clean_up, conf.clean_up_period
+    return {
+        "timeout": group.timeout_period or default,
+        "ironic_sync": group.ironic_sync_period or default,
+        "expiry": group.expiry_period or default,
+    }
+
+
 class CleanUp:
     """The three clean-up tasks of the design, on one store, queue and Ironic."""
 
@@ -42,11 +52,11 @@ class CleanUp:
         self.conf = conf
 
     def tasks(self) -> list[PeriodicTask]:
-        group, default = self.conf.clean_up, self.conf.clean_up_period
+        period = periods(self.conf)
         return [
-            PeriodicTask("timeout", group.timeout_period or default, self.timeout),
-            PeriodicTask("ironic_sync", group.ironic_sync_period or default, self.ironic_sync),
-            PeriodicTask("expiry", group.expiry_period or default, self.expiry),
+            PeriodicTask("timeout", period["timeout"], self.timeout),
+            PeriodicTask("ironic_sync", period["ironic_sync"], self.ironic_sync),
+            PeriodicTask("expiry", period["expiry"], self.expiry),
         ]
 
     def _enqueue(self, leadership: Leadership, uuids: list[str], event: str) -> int:

@@ -6,14 +6,10 @@ from datetime import datetime
 
 from sqlalchemy import Connection, func, select
 
-from inspector.store.models import Marker, Node, Notification, TaskRun
+from inspector.store import outbox
+from inspector.store.models import Marker, Node, TaskRun
 
-NODES, MARKERS, RUNS, OUTBOX = (
-    Node.__table__,
-    Marker.__table__,
-    TaskRun.__table__,
-    Notification.__table__,
-)
+NODES, MARKERS, RUNS = Node.__table__, Marker.__table__, TaskRun.__table__
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,7 +33,4 @@ def take(connection: Connection) -> Census:
         row.task: (row.started_at, row.finished_at, row.outcome)
         for row in connection.execute(select(RUNS).join(latest, RUNS.c.id == latest.c.id))
     }
-    pending = connection.execute(
-        select(func.count()).select_from(OUTBOX).where(OUTBOX.c.delivered_at.is_(None))
-    ).scalar_one()
-    return Census(states, leaders, runs, pending)
+    return Census(states, leaders, runs, outbox.pending(connection))
