@@ -26,6 +26,7 @@ from inspector.cmd import _parser, service_cmd, wiring
 from inspector.firewall.commands import Runner
 from inspector.firewall.drivers import DRIVERS
 from inspector.firewall.rules import RuleSet
+from tests.conftest import service_unavailable
 
 ROOT = pathlib.Path(__file__).parents[2]
 ETC = ROOT / "etc" / "inspector"
@@ -157,7 +158,7 @@ def render_with_plugin(tmp_path, filter_driver: str = "dnsmasq") -> pathlib.Path
     """Run the plugin's render_* functions (bash) on the files in etc/inspector."""
     bash = which("bash")
     if bash is None:
-        pytest.skip("bash is not installed")
+        service_unavailable("bash is not installed")
     out = tmp_path / "rendered"
     out.mkdir()
     variables = {
@@ -363,10 +364,10 @@ def test_units_verify(tmp_path):
     """systemd's own check, with the binaries of this virtualenv in place of /usr/bin."""
     analyze = which("systemd-analyze")
     if analyze is None:
-        pytest.skip("systemd-analyze is not installed")
+        service_unavailable("systemd-analyze is not installed (scripts/test installs systemd)")
     bindir = pathlib.Path(sys.executable).parent
     if not (bindir / "gunicorn").exists() or which("dnsmasq") is None:
-        pytest.skip("gunicorn or dnsmasq is not installed")
+        service_unavailable("gunicorn or dnsmasq is not installed (scripts/test installs both)")
     paths = []
     for path in [*UNITS, ETC / "inspector.target"]:
         text = path.read_text()
