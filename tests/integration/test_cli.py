@@ -14,6 +14,8 @@ import urllib.request
 
 import pytest
 
+from tests.conftest import service_unavailable
+
 pytestmark = pytest.mark.integration
 
 ROOT = pathlib.Path(__file__).parents[2]
@@ -102,7 +104,7 @@ def test_all_serves_versions_and_stops_on_signal(config_file, signum):
 
 def test_all_without_any_configuration_uses_defaults(tmp_path):
     if get("http://127.0.0.1:5050/") is not None:
-        pytest.skip("something already listens on 127.0.0.1:5050")
+        service_unavailable("something already listens on 127.0.0.1:5050, the default port")
     env = dict(os.environ, HOME=str(tmp_path), XDG_DATA_HOME=str(tmp_path / "data"))
     with running(["all"], tmp_path / "log", env=env) as process:
         status, _, body = wait_for(lambda: get("http://127.0.0.1:5050/"))
