@@ -8,6 +8,7 @@ import logging
 import math
 import os
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from oslo_config import cfg
 
@@ -24,6 +25,7 @@ from inspector.notifications import sender
 from inspector.periodic import runner
 from inspector.periodic.tasks import CleanUp
 from inspector.store import Store
+from inspector.worker import timing
 from inspector.worker.faults import Faults
 from inspector.worker.handler import Handler
 from inspector.worker.metrics import NoMetrics, WorkerMetrics
@@ -199,6 +201,22 @@ def notification_sender(conf: cfg.ConfigOpts, db: Store, budget: Outages) -> sen
     )
 
 
+def timed_backends(
+    metrics: WorkerMetrics | NoMetrics, db: Any, coordinator: Any, queue: Any, ironic: Any
+) -> tuple[Any, Any, Any, Any]:
+    """The backends as the request threads see them: with metrics served, each call's
+    time is added to the worker's metrics (inspector.worker.timing); else unchanged."""
+    if not isinstance(metrics, WorkerMetrics):
+        return db, coordinator, queue, ironic
+    record = metrics.backend_time
+    return (
+        timing.Timed(db, timing.DATABASE, record),
+        timing.TimedCoordinator(coordinator, record),
+        timing.TimedQueue(queue, record),
+        None if ironic is None else timing.Timed(ironic, timing.IRONIC, record),
+    )
+
+
 @contextlib.contextmanager
 def running_pool(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> Iterator[Pool]:
     """A started worker process: its PXE firewall (closed before anything else, closed
@@ -218,17 +236,21 @@ def running_pool(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> Iterator[Pool]:
         stack.callback(coordinator.stop)
         faults = Faults.from_env()
         ironic = None if faults.skip_tasks else open_ironic(conf, lifecycle)
-        throttle = RebootThrottle(coordinator, db, lifecycle, conf.worker.reboot_throttle)
+        # What the request threads use: timed per backend when metrics are served.
+        t_db, t_coordinator, t_queue, t_ironic = timed_backends(
+            metrics, db, coordinator, queue, ironic
+        )
+        throttle = RebootThrottle(t_coordinator, t_db, lifecycle, conf.worker.reboot_throttle)
         channel = channels.from_conf(conf, host=conf.host)
         announcer = channels.Announcer(channel) if channel is not None else None
         tasks = (
             Tasks()
-            if ironic is None
-            else Tasks(db, ironic, conf, throttle=throttle, announcer=announcer)
+            if t_ironic is None
+            else Tasks(t_db, t_ironic, conf, throttle=throttle, announcer=announcer)
         )
-        handler = Handler(db, coordinator, queue, tasks, faults=faults, metrics=metrics)
+        handler = Handler(t_db, t_coordinator, t_queue, tasks, faults=faults, metrics=metrics)
         pool = Pool(
-            queue,
+            t_queue,
             handler,
             lifecycle,
             size=conf.worker.pool_size,

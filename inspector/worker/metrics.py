@@ -1,5 +1,6 @@
 """Prometheus metrics of one worker process: its transitions, task durations, busy node
-locks, backend failures, the singletons it leads and its PXE firewall.
+locks, backend failures and time in each backend, the singletons it leads and its PXE
+firewall.
 
 Each WorkerMetrics has its own registry (no global one); the leaders and the firewall
 are read at scrape time. It only counts: it never changes what the worker does.
@@ -61,6 +62,9 @@ class NoMetrics:
         pass
 
     def backend_failed(self, service: str) -> None:
+        pass
+
+    def backend_time(self, backend: str, seconds: float) -> None:
         pass
 
 
@@ -159,6 +163,19 @@ class WorkerMetrics(NoMetrics):
             ["service"],
             registry=self.registry,
         )
+        self._backend_seconds = Counter(
+            "inspector_worker_backend_seconds",
+            "Seconds request threads spent in calls to each backend (database, DLM, "
+            "queue, Ironic), waits for a queue delivery excluded",
+            ["backend"],
+            registry=self.registry,
+        )
+        self._backend_calls = Counter(
+            "inspector_worker_backend_calls",
+            "Calls request threads made to each backend",
+            ["backend"],
+            registry=self.registry,
+        )
         self.process = ProcessCollector()
         self.registry.register(self.process)
         self._server: Any = None
@@ -177,6 +194,10 @@ class WorkerMetrics(NoMetrics):
 
     def backend_failed(self, service: str) -> None:
         self._backend_failures.labels(service).inc()
+
+    def backend_time(self, backend: str, seconds: float) -> None:
+        self._backend_seconds.labels(backend).inc(seconds)
+        self._backend_calls.labels(backend).inc()
 
     def watch_leader(self, singleton: str, election: Leading) -> None:
         self.process.elections[singleton] = election

@@ -49,4 +49,10 @@ def test_the_worker_serves_its_transitions_and_leaderships(
         assert 'inspector_worker_task_duration_seconds_count{state="starting"} 1.0' in text
         assert 'inspector_worker_leader{singleton="firewall"} 1.0' in text
         assert "inspector_worker_firewall_open " in text
+        # Where the time went: every backend the starting task used was timed.
+        for backend in ("database", "DLM", "queue", "Ironic"):
+            line = f'inspector_worker_backend_calls_total{{backend="{backend}"}} '
+            assert line in text, backend
+            calls = float(text.split(line, 1)[1].split()[0])
+            assert calls >= 1, backend
         deployment.check_alive()
