@@ -1,0 +1,186 @@
+"""bench/fleet/report.py: tables, targets, the section in the doc and the plots."""
+
+import copy
+import pathlib
+
+import pytest
+
+from bench.fleet import report
+
+
+def _scenario(name: str, target: str, **fields: object) -> dict:
+    scenario = {
+        "name": name,
+        "target": target,
+        "enrolled": 1000,
+        "batch": 40,
+        "concurrency": 8,
+        "workers": 1,
+        "worker_threads": 8,
+        "killed_worker": False,
+        "boot_delay": 0.0,
+        "batch_seconds": 12.0,
+        "throughput": 3.33,
+        "finished": 40,
+        "errors": 0,
+        "unfinished": 0,
+        "introspection_seconds": {"p50": 1.2, "p95": 2.0, "p99": 2.4, "max": 2.5},
+        "continue_ms": {"p50": 8.0, "p95": 20.0, "p99": 31.0, "max": 40.0, "count": 40},
+        "ironic_calls_per_introspection": 6.0,
+        "ironic_calls_by_kind": {"GET node": 1.0, "PATCH node": 1.0},
+        "ironic_list_all_calls": 0,
+        "ironic_seconds_per_introspection": 0.9,
+        "cpu_ms_per_introspection": 14.2,
+        "backend_seconds_per_introspection": {
+            "ironic": 0.9,
+            "database": 0.05,
+            "dlm": 0.01,
+            "queue": 0.02,
+        },
+        "histograms": {
+            "continue_ms": [5.0, 8.0, 9.5, 31.0, 40.0],
+            "introspection_seconds": [0.8, 1.2, 2.0, 2.5],
+        },
+    }
+    scenario.update(fields)
+    return scenario
+
+
+@pytest.fixture
+def results() -> dict:
+    peer = {"p50": 3200.0, "p95": 6900.0, "p99": 7500.0, "max": 8000.0, "count": 40}
+    return {
+        "machine": {
+            "cpus": 2,
+            "python": "3.11.7",
+            "ironic": "39.0.0",
+            "peer": "ironic-inspector 12.5.0",
+            "when": "2026-11-22T09:00:00+00:00",
+        },
+        "command": "python -m bench.fleet --nodes 1000",
+        "scenarios": [
+            _scenario("batch-40", "inspector", batch_seconds=13.0),
+            _scenario("batch-40", "inspector", workers=2, batch_seconds=12.5, throughput=3.2),
+            _scenario(
+                "batch-40",
+                "ironic-inspector",
+                workers=None,
+                batch_seconds=30.0,
+                throughput=1.33,
+                continue_ms=peer,
+                ironic_calls_per_introspection=12.0,
+                ironic_list_all_calls=1,
+                histograms={"continue_ms": [1200.0, 3200.0, 6900.0]},
+            ),
+            _scenario("batch-40", "ironic-floor", batch_seconds=12.7, histograms={}),
+            _scenario("batch-200-killed", "inspector", batch=200, killed_worker=True),
+            _scenario("engine", "engine", workers=1, throughput=120.0, ceiling_per_second=200.0),
+            _scenario("engine", "engine", workers=2, throughput=180.0, ceiling_per_second=300.0),
+        ],
+        "targets": [
+            {"name": "within 1.25x of the floor", "value": 1.02, "limit": 1.25, "met": True},
+            {
+                "name": "/v1/continue p99 under 50 ms",
+                "value": 61.0,
+                "limit": 50.0,
+                "met": False,
+                "detail": "batch-1000",
+            },
+        ],
+    }
+
+
+def test_markdown_has_every_table_and_the_targets(results: dict) -> None:
+    text = report.markdown(results)
+    assert text.startswith("## Fleet (`bench/fleet`)")
+    assert "2 CPUs, Python 3.11.7, Ironic 39.0.0, peer ironic-inspector 12.5.0" in text
+    assert "python -m bench.fleet --nodes 1000" in text
+    for heading in (
+        "### Side by side: 40 introspections at concurrency 8",
+        "### Batches",
+        "### Engine alone",
+        "### Where the time goes, per introspection",
+        "### Targets",
+    ):
+        assert heading in text
+    # The floor comparison: ratio to the floor and the peer's figures.
+    assert "| ours (inspector), 1 worker | 13.0 | 1.02 |" in text
+    assert "| ironic-inspector 12.5.0 | 30.0 | 2.36 | 1.33 | 3,200.0 | 7,500.0 | 12.0 |" in text
+    assert "| Ironic floor | 12.7 | 1.00 |" in text
+    assert "| ours (inspector), 1 worker, worker killed |" in text
+    assert "| engine | 2 | 8 | 180.0 | 300.0 | 1.67 | 14.2 |" in text
+    assert "| GET node | 1.00 |" in text
+    assert "| within 1.25x of the floor | 1.02 | 1.25 | met |" in text
+    assert "| /v1/continue p99 under 50 ms | 61.00 | 50.00 | **not met** | batch-1000 |" in text
+    for image in ("fleet-throughput.png", "fleet-latency.png", "fleet-batch.png"):
+        assert f"(images/{image})" in text
+
+
+def test_markdown_without_optional_parts() -> None:
+    text = report.markdown({"scenarios": [{"name": "x", "target": "inspector"}]})
+    assert "### Batches" in text
+    assert "### Targets" not in text and "### Side by side" not in text
+    assert "![" not in text
+
+
+def test_update_doc_replaces_only_its_section(results: dict, tmp_path: pathlib.Path) -> None:
+    doc = tmp_path / "docs" / "performance.md"
+    images = tmp_path / "docs" / "images"
+    doc.parent.mkdir()
+    before = "# Performance\n\nIntro.\n\n<!-- other begin -->\nother\n<!-- other end -->\n"
+    doc.write_text(before)
+
+    report.update_doc(results, doc, images)
+    first = doc.read_text()
+    assert first.startswith(before)
+    assert first.count(report.BEGIN) == 1 and first.rstrip().endswith(report.END)
+    assert "(images/fleet-batch.png)" in first
+    assert (images / "fleet-batch.png").stat().st_size > 0
+
+    doc.write_text(first + "\nAfter the section.\n")
+    changed = copy.deepcopy(results)
+    changed["command"] = "python -m bench.fleet --second-run"
+    report.update_doc(changed, doc, images)
+    second = doc.read_text()
+    assert second.startswith(before) and second.endswith("\nAfter the section.\n")
+    assert second.count(report.BEGIN) == 1 and second.count(report.END) == 1
+    assert "--second-run" in second and "--nodes 1000" not in second
+
+
+def test_plots_write_non_empty_pngs(results: dict, tmp_path: pathlib.Path) -> None:
+    written = report.plots(results, tmp_path / "images")
+    assert sorted(path.name for path in written) == [
+        "fleet-batch.png",
+        "fleet-latency.png",
+        "fleet-throughput.png",
+    ]
+    for path in written:
+        assert path.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+        assert path.stat().st_size > 1000
+
+
+def test_plots_skip_what_has_no_data(tmp_path: pathlib.Path) -> None:
+    only_peer = {"scenarios": [_scenario("b", "ironic-inspector", histograms={})]}
+    assert report.plots(only_peer, tmp_path) == []
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_sparse_results_still_make_a_report(tmp_path: pathlib.Path) -> None:
+    """Optional fields and whole scenarios missing: dashes, no exception."""
+    results = {
+        "scenarios": [
+            {"name": "a", "target": "inspector", "workers": 1, "throughput": 2.0},
+            {"name": "b", "target": "inspector", "enrolled": 10, "histograms": {"continue_ms": []}},
+            {"name": "c", "target": "ironic-floor"},
+            {"name": "d", "target": "ironic-inspector", "batch": 5, "continue_ms": {}},
+            {"name": "e", "target": "engine", "workers": 2},
+        ],
+        "targets": [{"name": "unknown yet"}],
+    }
+    text = report.markdown(results)
+    assert "| ours (inspector), 1 worker | - | - | 2.00 |" in text
+    assert "| unknown yet | - | - | - |  |" in text
+    assert [p.name for p in report.plots(results, tmp_path)] == [
+        "fleet-throughput.png",
+        "fleet-batch.png",
+    ]
