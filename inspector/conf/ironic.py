@@ -17,7 +17,8 @@ OPTS = [
         "retry_interval",
         default=2.0,
         min=0.001,
-        help="Seconds between two attempts of an Ironic call.",
+        help="Seconds between two attempts of an Ironic call. After 409 NodeLocked the "
+        "first retry comes after 0.1 s and the wait doubles up to this interval.",
     ),
 ]
 

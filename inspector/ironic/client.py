@@ -1,7 +1,8 @@
 """The Ironic client the rest of the service uses: nodes and ports in, changes out.
 
 Owns the retry policy: connection failures, 5xx and 409 NodeLocked are retried
-[ironic] max_retries times, [ironic] retry_interval apart, waiting on the shutdown event.
+[ironic] max_retries times, [ironic] retry_interval apart (NodeLocked first after
+0.1 s, doubling up to retry_interval), waiting on the shutdown event.
 Each method makes one request per attempt (listings one per page), and nothing waits
 for Ironic to reach a state.
 """
@@ -24,6 +25,8 @@ LOG = logging.getLogger(__name__)
 
 #: Items per listing request; Ironic's own cap ([api] max_limit) is 1000 by default.
 DEFAULT_PAGE_SIZE = 1000
+#: Seconds before the first retry of a call Ironic answered 409 NodeLocked.
+NODE_LOCKED_FIRST_DELAY = 0.1
 
 T = TypeVar("T")
 
@@ -177,7 +180,7 @@ class Ironic:
 
     def _call(self, what: str, request: Callable[[Any], T]) -> T:
         """request(the baremetal proxy), retried per our policy; only InspectorErrors escape."""
-        attempt = 0
+        attempt = locked = 0
         while True:
             attempt += 1
             with self._lock:
@@ -194,12 +197,21 @@ class Ironic:
                         f"Ironic is unavailable: cannot {what} after {attempt} attempts ({reason})",
                         service="Ironic",
                     ) from exc
-                if self._shutdown.wait(self._retry_interval):
+                # A node lock is usually held for a moment (a power action): its
+                # retries start short and double up to retry_interval.
+                locked = locked + 1 if failures.is_node_locked(exc) else 0
+                if self._shutdown.wait(self._delay(locked)):
                     raise ServiceUnavailable(
                         f"Ironic is unavailable: gave up trying to {what} on shutdown ({reason})",
                         service="Ironic",
                     ) from exc
                 LOG.warning("Cannot %s (attempt %d, retrying): %s", what, attempt, reason)
+
+    def _delay(self, locked: int) -> float:
+        """Seconds before the next attempt; `locked` counts NodeLocked answers in a row."""
+        if not locked:
+            return self._retry_interval
+        return min(self._retry_interval, NODE_LOCKED_FIRST_DELAY * 2 ** (locked - 1))
 
     def _paginate(
         self, kind: str, path: str, params: dict[str, Any], page_size: int = DEFAULT_PAGE_SIZE

@@ -119,9 +119,8 @@ def client(conf, shutdown, *outcomes: Any) -> Ironic:
         ks_exceptions.ConnectFailure("Connection refused"),
         ks_exceptions.ConnectTimeout("timed out"),
         ks_exceptions.DiscoveryFailure("Unable to find a version discovery document"),
-        http_error(409, LOCKED),
     ],
-    ids=["503", "500", "refused", "timeout", "discovery", "node-locked"],
+    ids=["503", "500", "refused", "timeout", "discovery"],
 )
 def test_retries_then_succeeds(conf, shutdown, failure):
     ironic = client(conf, shutdown, failure, failure, a_node())
@@ -130,6 +129,21 @@ def test_retries_then_succeeds(conf, shutdown, failure):
     assert node.provision_state == "manageable"
     assert shutdown.waits == [2.5, 2.5]
     assert ironic.calls == 3
+
+
+def test_node_locked_retries_start_short_and_double_up_to_the_interval(conf, shutdown):
+    conf.set_override("max_retries", 8, group="ironic")
+    locked = http_error(409, LOCKED)
+    ironic = client(conf, shutdown, *[locked] * 7, a_node())
+    assert ironic.get_node(NODE).uuid == NODE
+    assert shutdown.waits == [0.1, 0.2, 0.4, 0.8, 1.6, 2.5, 2.5]
+    assert ironic.calls == 8
+
+
+def test_another_failure_after_node_locked_waits_the_full_interval(conf, shutdown):
+    ironic = client(conf, shutdown, http_error(409, LOCKED), http_error(503, "busy"), a_node())
+    assert ironic.get_node(NODE).uuid == NODE
+    assert shutdown.waits == [0.1, 2.5]
 
 
 def test_exhausted_retries_are_service_unavailable(conf, shutdown):
