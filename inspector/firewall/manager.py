@@ -33,7 +33,7 @@ KIND = "firewall"
 #: Failed applies in a row after which the leader gives up (its process stops, exit 1).
 MAX_FAILURES = 3
 #: Seconds between two applies of an unchanged rule set: the driver then only checks,
-#: cheaply, that its hook is still in place (and repairs it).
+#: cheaply, that its hook is still in place (and repairs it), then compacts.
 VERIFY_PERIOD = 10.0
 #: Seconds a closing manager keeps retrying before it stops the process; below the
 #: election's wait for the body (30 s).
@@ -222,6 +222,18 @@ class FirewallManager:
             LOG.info("PXE service %s", "opened" if rules.open else "closed")
         return True
 
+    def compact(self) -> None:
+        """Let the driver fold its whitelist overrides (a batch that deletes, so slower
+        than a change: done with the periodic check, off the hot path). If that fails
+        the state is unknown: rewritten whole at once, or closed."""
+        with self._guard:
+            try:
+                if self.driver.compact():
+                    LOG.debug("PXE firewall compacted (%s driver)", self.driver.name)
+            except FirewallError as exc:
+                LOG.warning("Compacting the PXE firewall failed: %s; rewriting it", exc.message)
+                self.sync(verify=True)
+
     def _close(self) -> bool:
         """Apply the fully closed rule set; False (logged loudly) when even that fails."""
         with self._guard:
@@ -282,7 +294,8 @@ class FirewallManager:
                 return
             verify = time.monotonic() - verified >= VERIFY_PERIOD
             try:
-                self.sync(verify=verify)
+                if self.sync(verify=verify) and verify:
+                    self.compact()
             except Exception:
                 LOG.exception("The PXE firewall thread failed; closing")
                 self._close()

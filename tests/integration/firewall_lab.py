@@ -347,22 +347,40 @@ def is_open(host: Host, driver: str) -> bool:
 
 
 def listed(host: Host, driver: str, name: str) -> set[str]:
-    """The MACs of the host's whitelist or blacklist, as the kernel holds them."""
+    """The MACs of the host's whitelist or blacklist, as the kernel holds them: for the
+    whitelist, the overrides of a removal or readmission not yet compacted count."""
     if driver == "iptables":
         saved = host.run("iptables-save", "-t", "filter", check=False).lower()
         chain = "ironic-inspector-" + ("wl" if name == "whitelist" else "bl")
-        return {
-            line.split("--mac-source ")[1].split()[0]
-            for line in saved.splitlines()
-            if line.startswith(f"-a {chain} ")
-        }
+        verdicts: dict[str, bool] = {}
+        for line in saved.splitlines():
+            if line.startswith(f"-a {chain} "):
+                # The first rule on a MAC decides (-j return: revoked).
+                mac = line.split("--mac-source ")[1].split()[0]
+                verdicts.setdefault(mac, not line.endswith("-j return"))
+        return {mac for mac, listed in verdicts.items() if listed}
     text = host.run("nft", "-j", "list", "set", "inet", "ironic-inspector", name, check=False)
     if not text:
         return set()
+    macs = set()
     for item in json.loads(text)["nftables"]:
         if "set" in item:
-            return {str(e).lower() for e in item["set"].get("elem", [])}
-    return set()
+            macs = {str(e).lower() for e in item["set"].get("elem", [])}
+    if name == "whitelist":
+        macs = _overridden(host, macs)
+    return macs
+
+
+def _overridden(host: Host, whitelist: set[str]) -> set[str]:
+    """The whitelist set as the chain `overrides` (newest first) leaves it."""
+    text = host.run("nft", "list", "chain", "inet", "ironic-inspector", "overrides", check=False)
+    seen = set()
+    for line in text.splitlines():
+        words = line.split()
+        if words[:2] == ["ether", "saddr"] and words[2] not in seen:
+            seen.add(words[2])
+            (whitelist.add if words[3] == "accept" else whitelist.discard)(words[2])
+    return whitelist
 
 
 def worker_options(

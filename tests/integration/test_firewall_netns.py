@@ -259,7 +259,7 @@ def nft_state(ns: Namespace) -> dict | None:
         elif "set" in item and item["set"]["table"] == "ironic-inspector":
             state["sets"][item["set"]["name"]] = sorted(item["set"].get("elem", []))
     if "inet ironic-inspector" in state["tables"]:
-        for chain in ("input", "pxe"):
+        for chain in ("input", "pxe", "overrides", "after_whitelist"):
             text = ns.run("nft", "list", "chain", "inet", "ironic-inspector", chain)
             body = [line.strip() for line in text.splitlines()]
             state["chains"][chain] = body[body.index(f"chain {chain} {{") + 1 : -2]
@@ -267,10 +267,11 @@ def nft_state(ns: Namespace) -> dict | None:
 
 
 def nft_expected(rules: RuleSet, family: str, port: int) -> dict:
-    verdict = ["drop"]
+    verdict = after_whitelist = ["drop"]
     if rules.open:
         final = "drop" if rules.deny_unknown else "accept"
-        verdict = ["ether saddr @whitelist accept", "ether saddr @blacklist drop", final]
+        verdict = ["jump overrides", "ether saddr @whitelist accept", "goto after_whitelist"]
+        after_whitelist = ["ether saddr @blacklist drop", final]
     return {
         "tables": ["inet host", "inet ironic-inspector"],
         "sets": {
@@ -283,6 +284,9 @@ def nft_expected(rules: RuleSet, family: str, port: int) -> dict:
                 f'iifname "pxe0" meta nfproto {family} udp dport {port} jump pxe',
             ],
             "pxe": verdict,
+            # No whitelist removal in these steps: nothing to override.
+            "overrides": [],
+            "after_whitelist": after_whitelist,
         },
     }
 

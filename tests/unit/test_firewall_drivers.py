@@ -91,7 +91,12 @@ def test_golden_semantics_in_plain_words():
     assert "-A ironic-inspector -j DROP\nCOMMIT" in closed
     assert "-j ironic-inspector-wl" not in closed
     nft = make("nftables").render(CASES["deny-unknown"])
-    assert "\t\tether saddr @whitelist accept\n\t\tether saddr @blacklist drop\n\t\tdrop\n" in nft
+    # Overrides (revocations since the last compaction) come before the whitelist set;
+    # what the whitelist does not accept meets the blacklist, then the final verdict.
+    assert (
+        "\t\tjump overrides\n\t\tether saddr @whitelist accept\n\t\tgoto after_whitelist\n" in nft
+    )
+    assert "after_whitelist {\n\t\tether saddr @blacklist drop\n\t\tdrop\n" in nft
     dnsmasq = make("dnsmasq").render(CASES["open-lists"])
     assert f"{C}: {C}\n" in dnsmasq  # one record per MAC: the whitelist wins
 

@@ -1,10 +1,11 @@
 """The PXE filter driver interface: render a RuleSet as one batch, apply it in one go, close.
 
-Owns the order of an apply (patch a state known to be there, else replace it whole) and
-the lock; the drivers own their batch language. Must not decide what is open: the
-manager does.
+Owns the order of an apply (patch a state known to be there, else replace it whole), the
+whitelist overrides that spare the hot path a deletion (and their compaction), and the
+lock; the drivers own their batch language. Must not decide what is open: the manager does.
 """
 
+import dataclasses
 import logging
 import re
 import threading
@@ -23,6 +24,9 @@ LOG = logging.getLogger(__name__)
 #: A delta touching at most this many MACs is applied as a patch (add and delete the
 #: entries) instead of replacing the whole state; a bigger one costs about as much.
 PATCH_LIMIT = 512
+#: Whitelist overrides the kernel may hold before an apply compacts them at once (each is
+#: one rule a DHCP packet walks past); compact() usually comes first.
+MAX_OVERRIDES = 64
 #: Names we put into batches (chain, table, set prefix): no quoting needed anywhere.
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")
 #: Interface names as Linux allows them; a trailing + is iptables' wildcard.
@@ -45,6 +49,39 @@ def checked_interface(value: str, option: str = "[iptables] dnsmasq_interface") 
     return value
 
 
+@dataclasses.dataclass(frozen=True)
+class WhitelistSteps:
+    """A whitelist change made of additions only (for the drivers with overrides).
+
+    The kernel holds a base whitelist (a set or chain, as of the last full write or
+    compaction, plus every MAC added since) and, looked at before it, overrides: one rule
+    per change, newest first, that accepts a MAC or sends it past the whitelist (to the
+    blacklist and the final verdict). Deleting anything costs a kernel commit 10-25 ms;
+    adding costs 3-6 ms, so the hot path only adds.
+    """
+
+    #: New MACs (not in the base): added to the base whitelist itself.
+    added: tuple[str, ...] = ()
+    #: MACs in the base whose newest override revoked them: an accepting override.
+    readmitted: tuple[str, ...] = ()
+    #: MACs leaving the whitelist: a revoking override.
+    revoked: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, base: frozenset[str], change: Delta) -> "WhitelistSteps":
+        # Every whitelisted MAC is in the base (an override only ever re-accepts a base
+        # member), so a removal always has something to revoke.
+        return cls(
+            added=tuple(sorted(change.whitelist_added - base)),
+            readmitted=tuple(sorted(change.whitelist_added & base)),
+            revoked=tuple(sorted(change.whitelist_removed)),
+        )
+
+    @property
+    def overrides(self) -> int:
+        return len(self.readmitted) + len(self.revoked)
+
+
 class Driver:
     """One way of filtering the PXE port. Subclasses implement render and the _hooks."""
 
@@ -53,6 +90,8 @@ class Driver:
     #: Seconds to which the kernel's own closing at RuleSet.open_until is exact; None:
     #: the driver cannot close by itself (open_until is ignored: closing needs us).
     expiry_resolution: float | None = None
+    #: Whether a whitelist removal is an override (WhitelistSteps) that compact() folds.
+    uses_overrides: bool = False
 
     def __init__(self, runner: Runner | None = None) -> None:
         self.runner = runner or Runner()
@@ -63,6 +102,11 @@ class Driver:
         # What the kernel (or hostsdir) holds as far as we know; None: unknown, so the
         # next apply replaces everything.
         self._applied: RuleSet | None = None
+        #: The base whitelist in the kernel (drivers with overrides): a superset of the
+        #: applied whitelist until compacted.
+        self.base_whitelist: frozenset[str] = frozenset()
+        #: Override rules in the kernel since the last full write or compaction.
+        self.overrides = 0
 
     @classmethod
     def from_conf(cls, conf: cfg.ConfigOpts, runner: Runner) -> Self:
@@ -88,15 +132,52 @@ class Driver:
                         LOG.warning("patching the firewall failed (%s); replacing it whole", exc)
                     else:
                         self._applied = rules
+                        if self.overrides > MAX_OVERRIDES:
+                            self._compact_quietly()
                         return
             self._replace(rules)
-            self._applied = rules
+            self._written(rules)
+
+    def is_compact(self) -> bool:
+        """Whether the kernel holds the applied whitelist without overrides or leftovers."""
+        applied = self._applied
+        return (
+            not self.uses_overrides
+            or applied is None
+            or (not self.overrides and self.base_whitelist == applied.whitelist)
+        )
+
+    def compact(self) -> bool:
+        """Fold the overrides into the base whitelist and drop the revoked MACs from it:
+        one atomic batch, which deletes, so off the hot path (the manager calls it with
+        its periodic check). True when there was something to do. On a FirewallError
+        the state is unknown and the next apply replaces it whole."""
+        with self._lock:
+            if self.is_compact():
+                return False
+            rules, self._applied = self._applied, None
+            assert rules is not None
+            self._compact(rules)
+            self._written(rules)
+            return True
+
+    def _compact_quietly(self) -> None:
+        try:
+            self.compact()
+        except FirewallError as exc:
+            LOG.warning("compacting the firewall failed (%s); the next apply rewrites it", exc)
+
+    def _written(self, rules: RuleSet) -> None:
+        """The kernel now holds `rules` exactly as render() writes them."""
+        self._applied, self.base_whitelist, self.overrides = rules, rules.whitelist, 0
 
     def close(self) -> None:
         """Drop everything to the PXE port. Works without a previous apply."""
         with self._lock:
             self._applied = None
-            self._applied = self._close()
+            closed = self._close()
+            if closed is not None:
+                self._written(closed)
 
     def remove(self) -> None:
         """Remove everything the driver created (tests, uninstall); not for errors."""
@@ -113,7 +194,12 @@ class Driver:
     def _patch(self, previous: RuleSet, rules: RuleSet, change: Delta) -> None:
         """Apply `change` onto a state known to be `previous` (an empty change too: then
         check, cheaply, that the state is still hooked in). Raise FirewallError when in
-        doubt: the whole state is then replaced. By default: replace."""
+        doubt: the whole state is then replaced. By default: replace. A driver with
+        overrides keeps base_whitelist and overrides true after a successful batch."""
+        self._replace(rules)
+
+    def _compact(self, rules: RuleSet) -> None:
+        """Make the kernel hold `rules` (applied, overrides and all) as render() would."""
         self._replace(rules)
 
     def _close(self) -> RuleSet | None:

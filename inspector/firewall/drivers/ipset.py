@@ -17,6 +17,8 @@ class IpsetDriver(IptablesDriver):
     """Sets `<prefix>-wl`, `<prefix>-bl`; chain `<prefix>` (jumped to from INPUT)."""
 
     name = "ipset"
+    #: `ipset del` is no nf_tables commit: removals are deletions.
+    uses_overrides = False
 
     @property
     def whitelist_set(self) -> str:
@@ -101,6 +103,7 @@ class IpsetDriver(IptablesDriver):
             ) from exc
         finally:
             self.runner.run(["ipset", "destroy", probe], check=False)
+        self.backend.check_alone(self.runner, self._chains())
 
     def _ipset(self, text: str) -> None:
         self.runner.run(["ipset", "restore"], stdin=text)

@@ -1,14 +1,18 @@
 """iptables driver: three custom chains written by one `iptables-restore --noflush` transaction.
 
-Needs: iptables-restore and iptables (ip6tables-* for [iptables] ip_version 6), legacy or
-nf_tables backend, with the `mac` match. Guarantees: every apply is one restore
+Needs: iptables-restore and iptables (ip6tables-* for [iptables] ip_version 6) of the
+[iptables] backend (auto: the host's; nft or legacy: iptables-nft-*, iptables-legacy-*;
+see xtables.py), with the `mac` match. Guarantees: every apply is one restore
 transaction, so a packet meets either the old chains or the new ones; the INPUT jump
 (`-i <dnsmasq_interface> -p udp --dport 67|547`) is inserted once, checked on every apply
 and put back if it went missing. The whitelist chain is looked at before the blacklist
-chain, so whitelisting a MAC never rewrites the (big) blacklist. Nothing outside our
-chains and that one jump is touched. [iptables] ethoib_interfaces is not supported
-(ignored with a warning). RuleSet.open_until becomes `-m time --datestop` (UTC, whole
-seconds, rounded down) on the pass rules: the kernel closes the port by itself then.
+chain, so whitelisting a MAC never rewrites the (big) blacklist; a MAC leaves the
+whitelist by a `-j RETURN` rule inserted at the head of the whitelist chain (back to the
+blacklist), never by a deletion on the hot path, and compact() rewrites the whitelist
+chain later (base.WhitelistSteps). Nothing outside our chains and that one jump is
+touched. [iptables] ethoib_interfaces is not supported (ignored with a warning).
+RuleSet.open_until becomes `-m time --datestop` (UTC, whole seconds, rounded down) on
+the pass rules: the kernel closes the port by itself then.
 """
 
 import logging
@@ -20,7 +24,13 @@ from oslo_config import cfg
 
 from inspector.errors import ConfigError, FirewallError
 from inspector.firewall.commands import Runner
-from inspector.firewall.drivers.base import Driver, checked_interface, checked_name
+from inspector.firewall.drivers.base import (
+    Driver,
+    WhitelistSteps,
+    checked_interface,
+    checked_name,
+)
+from inspector.firewall.drivers.xtables import Backend
 from inspector.firewall.rules import Delta, RuleSet
 
 LOG = logging.getLogger(__name__)
@@ -37,6 +47,7 @@ class IptablesDriver(Driver):
 
     name = "iptables"
     expiry_resolution = 1.0
+    uses_overrides = True
 
     def __init__(
         self,
@@ -45,6 +56,7 @@ class IptablesDriver(Driver):
         interface: str = "br-ctlplane",
         chain: str = "ironic-inspector",
         ip_version: str = "4",
+        backend: str = "auto",
     ) -> None:
         super().__init__(runner)
         if ip_version not in DHCP_PORT:
@@ -55,8 +67,12 @@ class IptablesDriver(Driver):
         self.blacklist_chain = f"{chain}-bl"
         self.ip_version = ip_version
         self.port = DHCP_PORT[ip_version]
-        prefix = "ip6tables" if ip_version == "6" else "iptables"
-        self.iptables, self.restore, self.save = prefix, f"{prefix}-restore", f"{prefix}-save"
+        self.backend = Backend.of(backend, ip_version)
+        self.iptables, self.restore, self.save = (
+            self.backend.iptables,
+            self.backend.restore,
+            self.backend.save,
+        )
 
     @classmethod
     def from_conf(cls, conf: cfg.ConfigOpts, runner: Runner) -> Self:
@@ -71,6 +87,7 @@ class IptablesDriver(Driver):
             interface=conf.iptables.dnsmasq_interface,
             chain=conf.iptables.firewall_chain,
             ip_version=conf.iptables.ip_version,
+            backend=conf.iptables.backend,
         )
 
     # What the chains hold.
@@ -114,8 +131,8 @@ class IptablesDriver(Driver):
         last = datetime.fromtimestamp(math.floor(rules.open_until) - 1, UTC)
         return f"-m time --datestop {last.strftime('%Y-%m-%dT%H:%M:%S')}"
 
-    def _entry(self, op: str, chain: str, mac: str) -> str:
-        target = "ACCEPT" if chain == self.whitelist_chain else "DROP"
+    def _entry(self, op: str, chain: str, mac: str, target: str = "") -> str:
+        target = target or ("ACCEPT" if chain == self.whitelist_chain else "DROP")
         return f"{op} {chain} -m mac --mac-source {mac} -j {target}"
 
     def _body(self, rules: RuleSet, *, jump: bool) -> list[str]:
@@ -151,9 +168,10 @@ class IptablesDriver(Driver):
             self.runner.run([self.restore, "-w", "--noflush", "--test"], stdin=batch)
         except FirewallError as exc:
             raise ConfigError(
-                f"{self.name} driver unavailable: {exc.message}; install iptables or use "
-                f"the nftables driver"
+                f"{self.name} driver unavailable: {exc.message}; install iptables (of "
+                f"[iptables] backend = {self.backend.name}) or use the nftables driver"
             ) from exc
+        self.backend.check_alone(self.runner, self._chains())
 
     def _restore(self, lines: list[str]) -> None:
         self.runner.run([self.restore, "-w", "--noflush"], stdin=_table(lines))
@@ -166,23 +184,46 @@ class IptablesDriver(Driver):
         self._restore(self._body(rules, jump=not self._has_jump()))
 
     def _patch(self, previous: RuleSet, rules: RuleSet, change: Delta) -> None:
-        lines = []
-        if not self._has_jump():
-            lines.append(f"-I {self.jump}")
-        lines += self._list_changes(change)
+        bl = self.blacklist_chain
+        lines = [self._entry("-D", bl, m) for m in sorted(change.blacklist_removed)]
+        lines += [self._entry("-A", bl, m) for m in sorted(change.blacklist_added)]
         if change.verdict_changed or change.expiry_changed:
             lines += [f":{self.chain} - [0:0]", *self._verdict(rules)]
+        # A batch that deletes anyway (a rule out, the main chain rewritten) pays the
+        # commit's wait already: it compacts too.
+        compacting = any(line.startswith(("-D ", ":")) for line in lines)
+        steps = WhitelistSteps.of(self.base_whitelist, change)
+        if compacting:
+            whitelist = self._compaction(rules)
+        else:
+            wl = self.whitelist_chain
+            # -I at position 1: the newest word on a MAC comes first in the chain.
+            whitelist = [self._entry("-I", f"{wl} 1", m, "RETURN") for m in steps.revoked]
+            whitelist += [self._entry("-I", f"{wl} 1", m, "ACCEPT") for m in steps.readmitted]
+            whitelist += [self._entry("-A", wl, m) for m in steps.added]
+        lines = whitelist + lines
+        if not self._has_jump():
+            lines.insert(0, f"-I {self.jump}")
         if lines:
             self._restore(lines)
+        if compacting:
+            self.base_whitelist, self.overrides = rules.whitelist, 0
+        else:
+            self.base_whitelist |= frozenset(steps.added)
+            self.overrides += steps.overrides
 
-    def _list_changes(self, change: Delta) -> list[str]:
-        wl, bl = self.whitelist_chain, self.blacklist_chain
-        return (
-            [self._entry("-D", wl, m) for m in sorted(change.whitelist_removed)]
-            + [self._entry("-A", wl, m) for m in sorted(change.whitelist_added)]
-            + [self._entry("-D", bl, m) for m in sorted(change.blacklist_removed)]
-            + [self._entry("-A", bl, m) for m in sorted(change.blacklist_added)]
-        )
+    def _compaction(self, rules: RuleSet) -> list[str]:
+        """The whitelist chain made exactly the applied whitelist: appended to while
+        nothing left it, else emptied and refilled (a small chain)."""
+        wl, base = self.whitelist_chain, self.base_whitelist
+        if not self.overrides and base <= rules.whitelist:
+            return [self._entry("-A", wl, m) for m in sorted(rules.whitelist - base)]
+        return [f":{wl} - [0:0]", *(self._entry("-A", wl, m) for m in sorted(rules.whitelist))]
+
+    def _compact(self, rules: RuleSet) -> None:
+        lines = self._compaction(rules)
+        if lines:
+            self._restore(lines)
 
     def _remove(self) -> None:
         saved = self.runner.run([self.save, "-t", "filter"]).stdout

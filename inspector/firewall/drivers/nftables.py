@@ -11,18 +11,28 @@ times out then (relative, so a step of the wall clock does not move it), and a
 `meta time >=` rule drops from its last whole second on (absolute, so a batch applied
 late does not extend it). A refresh replaces the element in one transaction, and the
 chain when that second moves.
-The table is named after [iptables] firewall_chain and touches only DHCP packets
-(UDP 67, or 547 with ip_version 6) arriving on [iptables] dnsmasq_interface.
+A whitelist removal deletes nothing on the hot path: it inserts a rule into the chain
+`overrides` (looked at before the whitelist set) sending the MAC on to `after_whitelist`,
+the blacklist and the final verdict; compact() later deletes it from the set and
+flushes `overrides` (base.WhitelistSteps). The table is named after [iptables]
+firewall_chain and touches only DHCP packets (UDP 67, or 547 with ip_version 6) arriving
+on [iptables] dnsmasq_interface.
 """
 
 import math
+from collections.abc import Iterable
 from typing import Self
 
 from oslo_config import cfg
 
 from inspector.errors import ConfigError, FirewallError
 from inspector.firewall.commands import Runner
-from inspector.firewall.drivers.base import Driver, checked_interface, checked_name
+from inspector.firewall.drivers.base import (
+    Driver,
+    WhitelistSteps,
+    checked_interface,
+    checked_name,
+)
 from inspector.firewall.drivers.iptables import DHCP_PORT
 from inspector.firewall.rules import CLOSED, Delta, RuleSet, seconds_left
 
@@ -32,10 +42,12 @@ _FAMILY = {"4": "ipv4", "6": "ipv6"}
 
 
 class NftablesDriver(Driver):
-    """Table `inet <prefix>`: sets whitelist and blacklist, chains input (hook) and pxe."""
+    """Table `inet <prefix>`: sets whitelist and blacklist; chains input (the hook), pxe,
+    overrides and after_whitelist."""
 
     name = "nftables"
     expiry_resolution = 1.0
+    uses_overrides = True
 
     def __init__(
         self,
@@ -68,6 +80,7 @@ class NftablesDriver(Driver):
 
     @staticmethod
     def _verdict(rules: RuleSet) -> list[str]:
+        """The chain pxe: the expiry, the overrides, the whitelist, then the rest."""
         if not rules.open:
             return ["drop"]
         # With an expiry, a port missing from @open (its element timed out) is closed,
@@ -77,10 +90,21 @@ class NftablesDriver(Driver):
             expiry = ["udp dport != @open drop", f"meta time >= {_second(rules)} drop"]
         return [
             *expiry,
+            "jump overrides",
             "ether saddr @whitelist accept",
-            "ether saddr @blacklist drop",
-            "drop" if rules.deny_unknown else "accept",
+            "goto after_whitelist",
         ]
+
+    @staticmethod
+    def _after_whitelist(rules: RuleSet) -> list[str]:
+        """Where a MAC not whitelisted (or revoked by an override) is judged."""
+        if not rules.open:
+            return ["drop"]
+        return ["ether saddr @blacklist drop", "drop" if rules.deny_unknown else "accept"]
+
+    @staticmethod
+    def _chain(name: str, lines: list[str]) -> list[str]:
+        return [f"\tchain {name} {{", *(f"\t\t{line}" for line in lines), "\t}"]
 
     @staticmethod
     def _set(name: str, macs: frozenset[str]) -> list[str]:
@@ -116,9 +140,10 @@ class NftablesDriver(Driver):
             *self._set("whitelist", rules.whitelist),
             *self._set("blacklist", rules.blacklist),
             *self._open_set(rules),
-            "\tchain pxe {",
-            *(f"\t\t{line}" for line in self._verdict(rules)),
-            "\t}",
+            # Chains before the rules that jump to them.
+            *self._chain("overrides", []),
+            *self._chain("after_whitelist", self._after_whitelist(rules)),
+            *self._chain("pxe", self._verdict(rules)),
             "\tchain input {",
             "\t\ttype filter hook input priority filter; policy accept;",
             f"\t\t{self._hook_rule()}",
@@ -165,28 +190,57 @@ class NftablesDriver(Driver):
             if not self._is_hooked():
                 raise FirewallError(f"the hook of table {self.table} is gone")
             return
-        t, lines = self.table, []
-        for verb, name, macs in (
-            ("delete", "whitelist", change.whitelist_removed),
-            ("add", "whitelist", change.whitelist_added),
-            ("delete", "blacklist", change.blacklist_removed),
-            ("add", "blacklist", change.blacklist_added),
-        ):
-            if macs:
-                lines.append(f"{verb} element {t} {name} {{ {', '.join(sorted(macs))} }}")
+        t = self.table
+        lines = _elements("delete", t, "blacklist", change.blacklist_removed)
+        lines += _elements("add", t, "blacklist", change.blacklist_added)
         if rules.open_until is not None and (change.expiry_changed or change.verdict_changed):
             # `add set` is a no-op when it exists; flush + add replaces the element (and
             # its timeout) in this one transaction, whatever the kernel held.
             lines.append(f"add set {t} open {{ type inet_service; flags timeout; }}")
             lines.append(f"flush set {t} open")
             lines += [f"add element {t} open {{ {e} }}" for e in self._open_element(rules)]
+        if change.verdict_changed:
+            lines.append(f"flush chain {t} after_whitelist")
+            lines += [f"add rule {t} after_whitelist {x}" for x in self._after_whitelist(rules)]
         if change.verdict_changed or _second(previous) != _second(rules):
             lines.append(f"flush chain {t} pxe")
             lines += [f"add rule {t} pxe {line}" for line in self._verdict(rules)]
-        self._nft("\n".join([*lines, ""]))
+        # A batch that deletes anyway pays the commit's wait already: it compacts too.
+        if any(line.startswith(("delete", "flush")) for line in lines):
+            self._nft("\n".join([*self._compaction(rules), *lines, ""]))
+            self.base_whitelist, self.overrides = rules.whitelist, 0
+            return
+        steps = WhitelistSteps.of(self.base_whitelist, change)
+        overrides = [
+            *(
+                f"insert rule {t} overrides ether saddr {m} goto after_whitelist"
+                for m in steps.revoked
+            ),
+            *(f"insert rule {t} overrides ether saddr {m} accept" for m in steps.readmitted),
+        ]
+        whitelist = _elements("add", t, "whitelist", steps.added)
+        self._nft("\n".join([*overrides, *whitelist, *lines, ""]))
+        self.base_whitelist |= frozenset(steps.added)
+        self.overrides += steps.overrides
+
+    def _compaction(self, rules: RuleSet) -> list[str]:
+        """The whitelist set made exactly the applied one, and no overrides."""
+        t = self.table
+        lines = _elements("delete", t, "whitelist", self.base_whitelist - rules.whitelist)
+        lines += _elements("add", t, "whitelist", rules.whitelist - self.base_whitelist)
+        return [*lines, f"flush chain {t} overrides"] if self.overrides else lines
+
+    def _compact(self, rules: RuleSet) -> None:
+        self._nft("\n".join([*self._compaction(rules), ""]))
 
     def _remove(self) -> None:
         self._nft(f"table {self.table} {{}}\ndelete table {self.table}\n")
+
+
+def _elements(verb: str, table: str, name: str, macs: Iterable[str]) -> list[str]:
+    """`add element inet t whitelist { a, b }` (none for no MACs)."""
+    macs = sorted(macs)
+    return [f"{verb} element {table} {name} {{ {', '.join(macs)} }}"] if macs else []
 
 
 def _second(rules: RuleSet) -> int | None:
