@@ -511,11 +511,14 @@ class RecordingRunner(Runner):
         return subprocess.CompletedProcess(list(argv), 0, stdout="", stderr="")
 
 
-def driver_commands(name: str, tmp_path, ip_version: str = "4") -> set[tuple[str, str]]:
+def driver_commands(
+    name: str, tmp_path, ip_version: str = "4", backend: str = "auto"
+) -> set[tuple[str, str]]:
     """(program, arguments) of every command the driver runs: check, a first apply, a
     patch, an apply without change, close and remove, with the sample's settings."""
     conf = config.load([])
     conf.set_override("ip_version", ip_version, group="iptables")
+    conf.set_override("backend", backend, group="iptables")
     conf.set_override("dhcp_hostsdir", str(tmp_path / "hostsdir"), group="dnsmasq_pxe_filter")
     conf.set_override(
         "dnsmasq_start_command", "systemctl start inspector-dnsmasq", group="dnsmasq_pxe_filter"
@@ -553,6 +556,7 @@ def test_sudoers_allows_exactly_what_the_drivers_run(tmp_path):
         "INSPECTOR_NFTABLES": driver_commands("nftables", tmp_path),
         "INSPECTOR_IPTABLES": driver_commands("iptables", tmp_path),
         "INSPECTOR_IP6TABLES": driver_commands("iptables", tmp_path, ip_version="6"),
+        "INSPECTOR_IPTABLES_LEGACY": driver_commands("iptables", tmp_path, backend="legacy"),
     }
     runs["INSPECTOR_IPSET"] = driver_commands("ipset", tmp_path) - runs["INSPECTOR_IPTABLES"]
     assert set(aliases) == set(runs)
