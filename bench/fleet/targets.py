@@ -1,0 +1,134 @@
+"""Issue 9's targets, judged on one run's results: each a ratio or a bound, with the
+figures it was computed from. A target whose scenario did not run is left out."""
+
+#: The minimal introspection's Ironic calls (get node, list its ports, boot device,
+#: reboot, one PATCH, power off).
+MINIMAL_CALLS = 6
+
+
+def _find(scenarios: list[dict], name: str, target: str, **match: object) -> dict | None:
+    for entry in scenarios:
+        if entry["name"] == name and entry["target"] == target:
+            if all(entry.get(key) == value for key, value in match.items()):
+                return entry
+    return None
+
+
+def _largest(scenarios: list[dict], prefix: str, target: str, **match: object) -> dict | None:
+    found = [
+        e
+        for e in scenarios
+        if e["name"].startswith(prefix)
+        and e["target"] == target
+        and all(e.get(k) == v for k, v in match.items())
+    ]
+    return max(found, key=lambda e: e["batch"], default=None)
+
+
+def _target(name: str, value: float, limit: float, met: bool, detail: str) -> dict:
+    return {"name": name, "value": round(value, 3), "limit": limit, "met": met, "detail": detail}
+
+
+def evaluate(results: dict) -> list[dict]:
+    scenarios = results["scenarios"]
+    found = []
+    ours = _find(scenarios, "compare", "inspector")
+    floor = _find(scenarios, "compare", "ironic-floor")
+    peer = _find(scenarios, "compare", "ironic-inspector")
+    if ours and floor:
+        ratio = ours["batch_seconds"] / floor["batch_seconds"]
+        found.append(
+            _target(
+                "batch time within 1.25x of the Ironic floor",
+                ratio,
+                1.25,
+                ratio <= 1.25 and not ours["unfinished"],
+                f"{ours['batch_seconds']:.1f} s against {floor['batch_seconds']:.1f} s "
+                f"({ours['batch']} nodes at concurrency {ours['concurrency']})",
+            )
+        )
+    if ours and peer:
+        ratio = peer["batch_seconds"] / ours["batch_seconds"]
+        found.append(
+            _target(
+                "at least 2x faster than ironic-inspector",
+                ratio,
+                2.0,
+                ratio >= 2.0,
+                f"ironic-inspector {peer['batch_seconds']:.1f} s, ours "
+                f"{ours['batch_seconds']:.1f} s",
+            )
+        )
+    if ours:
+        calls = ours["ironic_calls_per_introspection"]
+        lists_all = ours["ironic_list_all_calls"]
+        found.append(
+            _target(
+                "no more Ironic calls per introspection than the minimal sequence",
+                calls,
+                MINIMAL_CALLS,
+                calls <= MINIMAL_CALLS,
+                f"{calls:.2f} calls (minimal {MINIMAL_CALLS}); calls listing all nodes or "
+                f"ports during the batch: {lists_all}",
+            )
+        )
+    big = _largest(scenarios, "batch-", "inspector")
+    if big and big.get("continue_ms"):
+        p99 = big["continue_ms"]["p99"]
+        found.append(
+            _target(
+                "/v1/continue p99 under 50 ms during the largest batch",
+                p99,
+                50.0,
+                p99 < 50.0,
+                f"{p99:.1f} ms over {big['continue_ms']['count']} posts "
+                f"({big['batch']} nodes, {big['workers']} worker processes)",
+            )
+        )
+    cpu_source = big or ours
+    if cpu_source and cpu_source.get("cpu_ms_per_introspection") is not None:
+        cpu = cpu_source["cpu_ms_per_introspection"]
+        found.append(
+            _target(
+                "our processes' CPU per introspection under 20 ms",
+                cpu,
+                20.0,
+                cpu < 20.0,
+                f"{cpu:.1f} ms ({cpu_source['name']}, API and worker processes; "
+                f"{cpu_source.get('busy_cpu_ms_per_introspection', cpu):.1f} ms without "
+                "their idle cost)",
+            )
+        )
+    killed = _largest(scenarios, "kill-", "inspector")
+    if killed:
+        normal = _find(scenarios, f"batch-{killed['batch']}", "inspector", workers=2)
+        everyone = killed["finished"] == killed["batch"]
+        if normal:
+            ratio = killed["throughput"] / normal["throughput"]
+            found.append(
+                _target(
+                    "a worker host killed mid-batch: every node finishes, throughput drops "
+                    "by no more than the lost share of workers",
+                    ratio,
+                    0.5,
+                    everyone and ratio >= 0.5,
+                    f"{killed['finished']}/{killed['batch']} finished; "
+                    f"{killed['throughput']:.2f}/s against {normal['throughput']:.2f}/s "
+                    "with both workers (1 of 2 lost half-way: at least 0.5x)",
+                )
+            )
+    for workers in (1, 2):
+        engine = _find(scenarios, "engine", "inspector", workers=workers)
+        if engine and engine.get("ceiling_per_second"):
+            ratio = engine["ceiling_per_second"] / engine["throughput"]
+            found.append(
+                _target(
+                    f"engine alone within 2x of the sum-of-parts ceiling ({workers} process)",
+                    ratio,
+                    2.0,
+                    ratio <= 2.0,
+                    f"{engine['throughput']:.1f}/s against a ceiling of "
+                    f"{engine['ceiling_per_second']:.1f}/s",
+                )
+            )
+    return found

@@ -1,0 +1,83 @@
+"""bench/fleet, small: a smoke test of the benchmark itself, not a timing assertion.
+
+20 nodes enrolled in a private Ironic 39 the benchmark starts, introspected by the
+Ironic floor, by our service and by ironic-inspector 12.5.0 (the `compare` scenario);
+the results file, the Markdown section and the plots are written into tmp_path. What
+is checked is that every introspection finished, that the Ironic calls were counted
+and attributed, and that the report was made; the figures themselves are not judged.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from bench.fleet import peer
+from tests.conftest import service_unavailable
+from tests.integration.cluster import ROOT, free_port
+
+pytestmark = pytest.mark.integration
+
+NODES = 20
+#: Seconds the whole small run may take (Ironic start, enrolment, three batches).
+TIMEOUT = 900
+
+
+@pytest.fixture
+def services_env(postgresql_admin, redis_server, rabbitmq_server) -> dict[str, str]:
+    if subprocess.run([peer.SCRIPT, "installed"], check=False).returncode != 0:
+        service_unavailable("ironic-inspector 12.5.0 is not installed: scripts/ironic-inspector")
+    return dict(os.environ)
+
+
+def test_small_fleet_runs_both_services_and_the_floor(tmp_path, services_env):
+    doc = tmp_path / "performance.md"
+    doc.write_text("# Performance\n\nkept\n")
+    out = tmp_path / "fleet.json"
+    args = [
+        *("--scenarios", "compare", "--site", str(NODES), "--batch", str(NODES)),
+        *("--concurrency", "4", "--ironic-dir", str(tmp_path / "ironic")),
+        *("--ironic-port", str(free_port()), "--out", str(out)),
+        *("--doc", str(doc), "--images", str(tmp_path / "images")),
+    ]
+    run = subprocess.run(
+        [sys.executable, "-m", "bench.fleet", *args],
+        cwd=ROOT,
+        env=services_env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
+
+    results = json.loads(out.read_text())
+    by_target = {entry["target"]: entry for entry in results["scenarios"]}
+    assert set(by_target) == {"ironic-floor", "inspector", "ironic-inspector"}
+    for target, entry in by_target.items():
+        assert entry["finished"] == NODES, (target, entry.get("error_samples"))
+        assert entry["unfinished"] == 0 and entry["errors"] == 0, target
+        assert entry["batch_seconds"] > 0, target
+        # Every introspection's calls went through the proxy and were attributed.
+        assert entry["ironic_calls_per_introspection"] >= 6, target
+        assert entry["ironic_calls_by_kind"]["PUT node/states/power"] >= 2, target
+    for target in ("inspector", "ironic-inspector"):
+        entry = by_target[target]
+        # Each simulated ramdisk posted once, and each post was answered 200.
+        assert entry["continue_ms"]["count"] >= NODES, target
+        assert entry["continue_non_2xx"] == 0, target
+        assert entry["cpu_ms_per_introspection"] > 0, target
+    # Where the time went: our workers' metrics were read.
+    assert by_target["inspector"]["backend_seconds_per_introspection"]["database"] > 0
+
+    names = {target["name"] for target in results["targets"]}
+    assert "batch time within 1.25x of the Ironic floor" in names
+    assert "at least 2x faster than ironic-inspector" in names
+
+    text = doc.read_text()
+    assert "kept" in text
+    assert "<!-- bench/fleet begin -->" in text and "<!-- bench/fleet end -->" in text
+    images = list((tmp_path / "images").glob("fleet-*.png"))
+    assert images and all(image.stat().st_size > 1000 for image in images)
