@@ -8,7 +8,7 @@ from typing import Any
 
 from oslo_config import cfg
 
-from inspector.ironic import IronicNode
+from inspector.ironic import IronicNode, IronicPort
 from inspector.processing import hooks as hook_plugins
 from inspector.processing import rules as rule_engine
 from inspector.processing.context import (
@@ -75,13 +75,17 @@ def process(
     rules: list[dict],
     *,
     hooks: list | None = None,
+    known: tuple[IronicNode, list[IronicPort]] | None = None,
 ) -> dict[str, Any]:
     """Run the whole processing of `raw` for the node; raises ProcessingError (or an
-    Ironic error) when it cannot be done. Returns the processed data."""
-    node = ironic.get_node(node_uuid)
+    Ironic error) when it cannot be done. Returns the processed data.
+
+    `known`: the node and its ports as already read (at the introspection's start);
+    without it both are read from Ironic."""
+    node, ports = known or (ironic.get_node(node_uuid), ironic.list_ports(node_uuid))
     context = ProcessingContext(
         node=node,
-        ports=ironic.list_ports(node_uuid),
+        ports=ports,
         data=copy.deepcopy(raw),
         conf=conf,
     )

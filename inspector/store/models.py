@@ -92,6 +92,17 @@ class IntrospectionData(Base):
     stored_at: Mapped[datetime] = mapped_column(Timestamp)
 
 
+class IronicSnapshot(Base):
+    """The Ironic node and its ports as read when the node's introspection started."""
+
+    __tablename__ = "ironic_snapshots"
+
+    node_uuid: Mapped[str] = mapped_column(String(UUID_LENGTH), _node_fk(), primary_key=True)
+    node: Mapped[str] = mapped_column(JSONText)
+    ports: Mapped[str | None] = mapped_column(JSONText)
+    taken_at: Mapped[datetime] = mapped_column(Timestamp)
+
+
 class Rule(Base):
     """An introspection rule; its conditions and actions are ordered by position."""
 

@@ -22,6 +22,7 @@ from inspector.store import (
     requests,
     rules,
     singletons,
+    snapshots,
     transitions,
 )
 from inspector.store import engine as engines
@@ -29,6 +30,7 @@ from inspector.store.nodes import UNSET, NodeRecord, Unset
 from inspector.store.outbox import NotificationRecord
 from inspector.store.requests import RequestRecord
 from inspector.store.singletons import MarkRecord, RunRecord
+from inspector.store.snapshots import SnapshotRecord
 from inspector.store.transitions import Change
 
 Clock = Callable[[], datetime]
@@ -238,6 +240,13 @@ class Store:
     def get_data(self, node_uuid: str, *, processed: bool) -> dict | None:
         with self.session() as session:
             return lookup.get_data(session, node_uuid, processed=processed)
+
+    def save_snapshot(self, node_uuid: str, node: dict, ports: list[dict] | None) -> None:
+        """Keep Ironic's node (and ports) as read at the start of its introspection."""
+        self._write(snapshots.save, node_uuid, node, ports, self.clock())
+
+    def snapshot(self, node_uuid: str) -> SnapshotRecord | None:
+        return self._read(snapshots.get, node_uuid)
 
     def create_rule(self, rule: dict) -> dict:
         with self.session() as session:

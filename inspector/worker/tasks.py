@@ -5,13 +5,14 @@ idempotent for reentrant events: a redelivered request runs it again.
 """
 
 import contextlib
+import dataclasses
 import logging
 import time
 from typing import Any
 
 from inspector.broker.message import Request
 from inspector.errors import Conflict
-from inspector.ironic import bmc_addresses
+from inspector.ironic import IronicNode, IronicPort, bmc_addresses
 from inspector.machine import FINAL_STATES, Event, State, Transition
 from inspector.processing import hooks as hook_plugins
 from inspector.processing import lookup, pipeline
@@ -89,9 +90,14 @@ class Tasks:
         if self.ironic is None or self.store is None:
             return
         ironic_node = self.ironic.get_node(node.uuid)
-        macs = [port.address for port in self.ironic.list_ports(node.uuid)]
+        ports = self.ironic.list_ports(node.uuid)
+        macs = [port.address for port in ports]
         bmcs = bmc_addresses(ironic_node.driver_info)
         self.store.set_attributes(node.uuid, {lookup.MAC: macs, lookup.BMC: bmcs})
+        # What processing starts from, so that it need not read Ironic again.
+        self.store.save_snapshot(
+            node.uuid, dataclasses.asdict(ironic_node), [dataclasses.asdict(p) for p in ports]
+        )
         if self.announcer is not None:
             # Before the power-on: the leader whitelists the MACs in milliseconds.
             self.announcer.introspection_started(node.uuid, macs)
@@ -131,13 +137,35 @@ class Tasks:
             raise ProcessingError(f"no ramdisk data stored for node {node.uuid}")
         processed = raw
         if self.ironic is not None and self.conf is not None:
+            # A reapply reads Ironic afresh; an introspection goes on from its start.
+            known = self._snapshot(node) if power else None
             processed = pipeline.process(
-                self.conf, self.ironic, node.uuid, raw, self.store.all_rules(), hooks=self.hooks
+                self.conf,
+                self.ironic,
+                node.uuid,
+                raw,
+                self.store.all_rules(),
+                hooks=self.hooks,
+                known=known,
             )
         if self.conf is not None and self.conf.processing.store_data == "database":
             self.store.store_data(node.uuid, processed, processed=True)
         if power and self.ironic is not None and node.manage_boot and self._power_off():
             self.ironic.set_power_state(node.uuid, "power off")
+
+    def _snapshot(self, node: NodeRecord) -> tuple[IronicNode, list[IronicPort]] | None:
+        """Ironic's node and ports as this introspection's start read them; None when
+        there is no such snapshot (discovery, an older worker, one from an earlier
+        introspection), and processing then reads Ironic."""
+        record = self.store.snapshot(node.uuid) if self.store is not None else None
+        if record is None or record.ports is None or node.started_at is None:
+            return None
+        if record.taken_at < node.started_at:
+            return None
+        try:
+            return IronicNode(**record.node), [IronicPort(**port) for port in record.ports]
+        except TypeError:  # written by a release whose models had other fields
+            return None
 
     def enroll(self, node: NodeRecord, request: Request) -> None:
         """Discovery: create the node in Ironic (with the UUID the API gave the ramdisk)

@@ -69,8 +69,8 @@ def constraint_names(url: str) -> dict[str, set[str]]:
         engine.dispose()
 
 
-def test_head_revision_is_the_outbox_migration():
-    assert schema.head_revision() == "6a2c8e4f1b37"
+def test_head_revision_is_the_snapshots_migration():
+    assert schema.head_revision() == "b7e3d9a1c5f2"
 
 
 def test_upgrade_builds_the_models_schema(database_url):

@@ -1,5 +1,6 @@
 """The transition tasks against the in-repo fake Ironic and a real (SQLite) store."""
 
+import dataclasses
 import datetime
 import json
 import pathlib
@@ -150,6 +151,64 @@ def test_reapply_leaves_power_alone(store, ironic, conf):
     ]
     assert ironic.calls_to("set_power_state") == []
     assert ironic.calls_to("patch_node")  # hooks and rules did run
+
+
+def ironic_reads(ironic):
+    return [c.name for c in ironic.history if c.name in ("get_node", "list_ports")]
+
+
+def test_an_introspection_reads_the_node_and_its_ports_once(store, ironic, conf):
+    """Processing goes on from what the start read: no second GET of node or ports."""
+    node = ironic.add_node(power_state="power off", properties={"capabilities": "boot:uefi"})
+    ironic.add_port(node.uuid, IPA["inventory"]["interfaces"][0]["mac_address"])
+    tasks = Tasks(store, ironic, conf)
+    recorded = started(store, node.uuid)
+    run(tasks, recorded)
+    assert ironic_reads(ironic) == ["get_node", "list_ports"]
+    snapshot = store.snapshot(node.uuid)
+    assert snapshot.node["uuid"] == node.uuid and len(snapshot.ports) == 1
+    store.store_data(node.uuid, IPA, processed=False)
+    run(tasks, recorded, Event.CONTINUE, State.WAITING)
+    assert ironic_reads(ironic) == ["get_node", "list_ports"]
+    # The snapshot's capabilities were merged with the hooks' into the one PATCH.
+    capabilities = ironic.nodes[node.uuid].properties["capabilities"].split(",")
+    assert "boot:uefi" in capabilities and len(capabilities) > 1
+    assert len(ironic.calls_to("patch_node")) == 1
+
+
+def test_a_snapshot_from_an_earlier_introspection_is_not_used(store, ironic, conf):
+    node = ironic.add_node()
+    ironic.add_port(node.uuid, IPA["inventory"]["interfaces"][0]["mac_address"])
+    tasks = Tasks(store, ironic, conf)
+    run(tasks, started(store, node.uuid))
+    later = dataclasses.replace(
+        record(node.uuid), started_at=store.snapshot(node.uuid).taken_at + datetime.timedelta(1)
+    )
+    store.store_data(node.uuid, IPA, processed=False)
+    run(tasks, later, Event.CONTINUE, State.WAITING)
+    assert ironic_reads(ironic) == ["get_node", "list_ports", "get_node", "list_ports"]
+
+
+def test_a_snapshot_of_other_fields_is_not_used(store, ironic, conf):
+    node = ironic.add_node()
+    ironic.add_port(node.uuid, IPA["inventory"]["interfaces"][0]["mac_address"])
+    recorded = started(store, node.uuid)
+    store.save_snapshot(node.uuid, {"uuid": node.uuid, "from_the_future": 1}, [])
+    store.store_data(node.uuid, IPA, processed=False)
+    run(Tasks(store, ironic, conf), recorded, Event.CONTINUE, State.WAITING)
+    assert ironic_reads(ironic) == ["get_node", "list_ports"]
+    assert ironic.calls_to("patch_node")
+
+
+def test_reapply_reads_ironic_afresh(store, ironic, conf):
+    node = ironic.add_node()
+    ironic.add_port(node.uuid, IPA["inventory"]["interfaces"][0]["mac_address"])
+    tasks = Tasks(store, ironic, conf)
+    recorded = started(store, node.uuid)
+    run(tasks, recorded)
+    store.store_data(node.uuid, IPA, processed=False)
+    run(tasks, recorded, Event.REAPPLY, State.FINISHED)
+    assert ironic_reads(ironic) == ["get_node", "list_ports", "get_node", "list_ports"]
 
 
 def test_enroll_creates_the_node_in_ironic(store, ironic, conf):

@@ -1,0 +1,52 @@
+"""Queries of the Ironic snapshots: the node and its ports as Ironic described them when
+the node's introspection started, so that processing needs no second read of either.
+
+A snapshot is a JSON document (what inspector.ironic's models hold); the store does not
+interpret it. Taken again at every start; removed with the node (ON DELETE CASCADE).
+"""
+
+import dataclasses
+import json
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, insert, select, update
+
+from inspector.store.models import IronicSnapshot
+
+SNAPSHOTS = IronicSnapshot.__table__
+
+
+@dataclasses.dataclass(frozen=True)
+class SnapshotRecord:
+    node_uuid: str
+    node: dict[str, Any]
+    ports: list[dict[str, Any]] | None
+    taken_at: datetime
+
+
+def save(
+    connection: Connection,
+    node_uuid: str,
+    node: dict[str, Any],
+    ports: list[dict[str, Any]] | None,
+    now: datetime,
+) -> None:
+    """Insert or replace the node's snapshot."""
+    values = {
+        "node": json.dumps(node, sort_keys=True),
+        "ports": None if ports is None else json.dumps(ports, sort_keys=True),
+        "taken_at": now,
+    }
+    key = SNAPSHOTS.c.node_uuid == node_uuid
+    if connection.execute(update(SNAPSHOTS).where(key).values(**values)).rowcount:
+        return
+    connection.execute(insert(SNAPSHOTS).values(node_uuid=node_uuid, **values))
+
+
+def get(connection: Connection, node_uuid: str) -> SnapshotRecord | None:
+    row = connection.execute(select(SNAPSHOTS).where(SNAPSHOTS.c.node_uuid == node_uuid)).first()
+    if row is None:
+        return None
+    ports = None if row.ports is None else json.loads(row.ports)
+    return SnapshotRecord(row.node_uuid, json.loads(row.node), ports, row.taken_at)
