@@ -28,6 +28,7 @@ from inspector.store import (
 from inspector.store import engine as engines
 from inspector.store.nodes import UNSET, NodeRecord, Unset
 from inspector.store.outbox import NotificationRecord
+from inspector.store.prepared import PreparedRead
 from inspector.store.requests import RequestRecord
 from inspector.store.singletons import MarkRecord, RunRecord
 from inspector.store.snapshots import SnapshotRecord
@@ -50,7 +51,8 @@ class Store:
         #: Write an outbox notification with each start, finish and failure.
         self.notify = notify
         self._sessions = sessionmaker(bind=engine, expire_on_commit=False)
-        self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
+        self._autocommit = engines.create_autocommit_engine(engine)
+        self._read_node = PreparedRead(self._autocommit, transitions.READ_NODE)
         # PostgreSQL runs a compare-and-swap and its request row as one statement.
         self._one_statement_swap = engine.dialect.name == "postgresql"
 
@@ -73,11 +75,18 @@ class Store:
     def _read(self, query, *args, **kwargs):
         """Run a read outside a transaction; once more when the server had dropped the
         pooled connection (a database restart), so that no caller sees that."""
+
+        def run():
+            with self._autocommit.connect() as connection:
+                return query(connection, *args, **kwargs)
+
+        return self._retried(run)
+
+    def _retried(self, read):
         with engines.translate_errors(self.engine):
             for attempt in (1, 2):
                 try:
-                    with self._autocommit.connect() as connection:
-                        return query(connection, *args, **kwargs)
+                    return read()
                 except DBAPIError as error:
                     if attempt == 2 or not error.connection_invalidated:
                         raise
@@ -85,6 +94,7 @@ class Store:
 
     def close(self) -> None:
         """Close the pooled connections; the store can still open new ones."""
+        self._autocommit.dispose()
         self.engine.dispose()
 
     dispose = close
@@ -110,11 +120,11 @@ class Store:
 
     def get_node(self, uuid: str) -> NodeRecord:
         """The node's current row; NotFound when there is none. One statement, no
-        transaction around it: status reads are the API's hottest path."""
-        node = self._read(transitions.read_node, uuid)
-        if node is None:
+        transaction around it, prepared once: status reads are the API's hottest path."""
+        row = self._retried(lambda: self._read_node.first(uuid=uuid))
+        if row is None:
             raise errors.NotFound(f"node {uuid} not found")
-        return node
+        return NodeRecord(**row)
 
     def set_state(
         self,

@@ -7,7 +7,7 @@ Functions take a Connection; the Store decides the transaction around them.
 import dataclasses
 from datetime import datetime
 
-from sqlalchemy import Connection, insert, literal, select, update
+from sqlalchemy import Connection, bindparam, insert, literal, select, update
 
 from inspector import errors
 from inspector.machine import FINAL_STATES, State, Transition
@@ -18,6 +18,10 @@ from inspector.store.requests import RequestRecord
 
 NODES = Node.__table__
 REQUESTS = Request.__table__
+
+#: A node's row by uuid. Built once: SQLAlchemy then only looks its compiled form up
+#: instead of building and hashing a new statement (the Store also prepares it).
+READ_NODE = select(NODES).where(NODES.c.uuid == bindparam("uuid"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,7 +77,7 @@ def change_for(
 
 
 def read_node(connection: Connection, node_uuid: str) -> NodeRecord | None:
-    row = connection.execute(select(NODES).where(NODES.c.uuid == node_uuid)).first()
+    row = connection.execute(READ_NODE, {"uuid": node_uuid}).first()
     return None if row is None else NodeRecord(**row._asdict())
 
 

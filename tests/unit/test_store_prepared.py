@@ -1,0 +1,95 @@
+"""Prepared reads on SQLite: values as SQLAlchemy returns them, errors wrapped, a dropped
+connection retried once by the Store."""
+
+from datetime import datetime
+
+import pytest
+from sqlalchemy import bindparam, exc, select
+
+from inspector import errors
+from inspector.store import Store, default_url, schema
+from inspector.store.models import Node
+from inspector.store.prepared import PreparedRead
+from inspector.store.transitions import READ_NODE
+
+NODE = "1be26c0b-03f2-4d2e-ae87-c02d7f33c123"
+T0 = datetime(2026, 1, 2, 3, 4, 5, 678901)
+
+
+@pytest.fixture
+def store(tmp_path):
+    url = default_url(tmp_path)
+    schema.upgrade(url)
+    store = Store.from_url(url, clock=lambda: T0)
+    yield store
+    store.close()
+
+
+def test_row_holds_processed_values(store):
+    store.create_node(NODE, "waiting", started_at=T0, manage_boot=False)
+    row = PreparedRead(store.engine, READ_NODE).first(uuid=NODE)
+    # SQLite stores timestamps as text and booleans as integers: the types' processors
+    # turn them back, as a Core query would.
+    assert row == {
+        "uuid": NODE,
+        "state": "waiting",
+        "version": 1,
+        "started_at": T0,
+        "finished_at": None,
+        "error": None,
+        "manage_boot": False,
+        "updated_at": T0,
+    }
+    with store.engine.connect() as connection:
+        assert row == connection.execute(READ_NODE, {"uuid": NODE}).one()._asdict()
+
+
+def test_no_row_is_none(store):
+    assert PreparedRead(store.engine, READ_NODE).first(uuid=NODE) is None
+
+
+def test_positional_parameters_follow_the_statement(store):
+    store.create_node(NODE, "waiting")
+    nodes = Node.__table__
+    statement = select(nodes.c.state).where(
+        nodes.c.version == bindparam("version"), nodes.c.uuid == bindparam("uuid")
+    )
+    read = PreparedRead(store.engine, statement)
+    assert read.first(uuid=NODE, version=1) == {"state": "waiting"}
+    assert read.first(uuid=NODE, version=2) is None
+
+
+def test_driver_error_is_sqlalchemys(tmp_path):
+    store = Store.from_url(default_url(tmp_path))  # no schema
+    try:
+        with pytest.raises(exc.DBAPIError) as raised:
+            PreparedRead(store.engine, READ_NODE).first(uuid=NODE)
+        assert not raised.value.connection_invalidated
+        with pytest.raises(errors.ServiceUnavailable):
+            store.get_node(NODE)
+    finally:
+        store.close()
+
+
+def drop_pooled_connection(store):
+    """The pooled connection dies while idle in the pool, as in a database restart."""
+    pooled = store.engine.raw_connection()
+    dbapi_connection = pooled.dbapi_connection
+    pooled.close()
+    dbapi_connection.close()
+
+
+def test_dropped_connection_is_invalidated(store):
+    store.create_node(NODE, "waiting")
+    drop_pooled_connection(store)
+    with pytest.raises(exc.DBAPIError) as raised:
+        PreparedRead(store.engine, READ_NODE).first(uuid=NODE)
+    assert raised.value.connection_invalidated
+    assert PreparedRead(store.engine, READ_NODE).first(uuid=NODE)["state"] == "waiting"
+
+
+def test_store_retries_a_dropped_connection(store):
+    store.create_node(NODE, "waiting")
+    drop_pooled_connection(store)
+    # No caller sees the drop.
+    assert store.get_node(NODE).state == "waiting"
