@@ -41,7 +41,7 @@ def build_services(conf: cfg.ConfigOpts, **given) -> Services:
         )
     if "ironic" not in given:
         given["ironic"] = LazyIronic(conf)
-    given.setdefault("policy", policy.Policy(conf))
+    given.setdefault("policy", policy.Policy(conf, recheck_interval=policy.API_RECHECK_INTERVAL))
     given.setdefault(
         "guard", guard.Guard(conf.api.continue_allowed_networks, conf.api.continue_rate_limit)
     )

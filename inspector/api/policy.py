@@ -7,6 +7,9 @@ import logging
 import os
 import sys
 import tempfile
+import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 from oslo_config import cfg
@@ -23,6 +26,12 @@ DEFAULT_POLICY_FILE = "policy.yaml"
 
 #: Namespace of our rules under the oslo.policy.policies and oslo.policy.enforcer entry points.
 NAMESPACE = "inspector"
+
+#: Decisions remembered at most (rule x distinct credentials); all are forgotten beyond.
+MAX_DECISIONS = 4096
+#: Seconds the API lets pass between two looks at the policy file for changes: looking
+#: (oslo.policy searches every configuration directory) costs more than a status read.
+API_RECHECK_INTERVAL = 1.0
 
 ADMIN = "rule:is_admin"
 READER = "rule:is_observer"
@@ -149,13 +158,43 @@ def _check_policy_file(conf: cfg.ConfigOpts) -> None:
         raise ConfigError(f"[oslo_policy] policy_file: {path} not found")
 
 
+def _key(rule: str, credentials: dict[str, Any]) -> tuple | None:
+    """A hashable form of the rule and credentials; None when a value cannot be one."""
+    try:
+        items = tuple(
+            sorted(
+                (key, tuple(value) if isinstance(value, list) else value)
+                for key, value in credentials.items()
+            )
+        )
+        hash(items)
+    except TypeError:
+        return None
+    return (rule, items)
+
+
 class Policy:
     """Checks credentials against the rules: our defaults, overridden by the operator's file.
 
-    The file ([oslo_policy] policy_file) is re-read by oslo.policy when it changes.
+    The file ([oslo_policy] policy_file) is re-read by oslo.policy when it changes,
+    looked at on every check, or at most once per `recheck_interval` seconds of `clock`.
+    Decisions are remembered per rule and credentials until the rules change: evaluating
+    a rule in oslo.policy costs far more than the status read it guards.
     """
 
-    def __init__(self, conf: cfg.ConfigOpts) -> None:
+    def __init__(
+        self,
+        conf: cfg.ConfigOpts,
+        *,
+        recheck_interval: float = 0.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.recheck_interval = recheck_interval
+        self.clock = clock
+        self._next_recheck = float("-inf")
+        self._decisions: dict[tuple, bool] = {}
+        self._decisions_lock = threading.Lock()
+        self._rules_seen: object = None
         self.enforcer = oslo_policy.Enforcer(conf)
         self.enforcer.register_defaults(list_rules())
         _check_policy_file(conf)
@@ -171,15 +210,56 @@ class Policy:
         self, rule: str, credentials: dict[str, Any], target: dict[str, Any] | None = None
     ) -> None:
         """Return if the credentials pass the rule; raise Forbidden naming the rule if not."""
+        rules = self._current_rules()
+        key = None if target else _key(rule, credentials)
+        allowed = None if key is None else self._decisions.get(key)
+        if allowed is None:
+            allowed = self._evaluate(rule, credentials, target or {})
+            if key is not None:
+                self._remember(key, allowed, rules)
+        elif not allowed:
+            LOG.info("Policy %s refused user %s", rule, credentials.get("user_id"))
+        if not allowed:
+            raise Forbidden(f"Access was denied to the following resource: {rule}")
+
+    def _current_rules(self) -> object:
+        """The enforcer's rules, after forgetting every decision if they changed.
+
+        oslo.policy re-reads a changed file in load_rules() and then builds a new Rules
+        object (the enforcer's default overwrite=True): its identity tells a change.
+        """
+        now = self.clock()
+        if now >= self._next_recheck:
+            self._next_recheck = now + self.recheck_interval
+            self.enforcer.load_rules()
+        rules = self.enforcer.rules
+        if rules is not self._rules_seen:
+            with self._decisions_lock:
+                self._decisions = {}
+                # Held, not just its id(): a freed object's id can be reused.
+                self._rules_seen = rules
+        return rules
+
+    def _remember(self, key: tuple, allowed: bool, rules: object) -> None:
+        with self._decisions_lock:
+            # A decision taken while the rules were being reloaded is not kept.
+            if rules is not self._rules_seen or rules is not self.enforcer.rules:
+                return
+            if len(self._decisions) >= MAX_DECISIONS:
+                self._decisions = {}
+            self._decisions[key] = allowed
+
+    def _evaluate(self, rule: str, credentials: dict[str, Any], target: dict[str, Any]) -> bool:
+        # oslo.policy's enforce() looks at the file itself: a miss is rare enough.
         try:
-            self.enforcer.authorize(rule, target or {}, credentials, do_raise=True)
+            self.enforcer.authorize(rule, target, credentials, do_raise=True)
         except oslo_policy.PolicyNotAuthorized:
             LOG.info("Policy %s refused user %s", rule, credentials.get("user_id"))
         except oslo_policy.PolicyNotRegistered:
             LOG.error("Policy %s is not registered: refusing", rule)
         else:
-            return
-        raise Forbidden(f"Access was denied to the following resource: {rule}")
+            return True
+        return False
 
 
 def render_sample() -> str:
