@@ -1,7 +1,22 @@
 """Absolute links under the API root, right behind a proxy (X-Forwarded-* and prefix)."""
 
+import functools
+
 import flask
+from werkzeug.sansio.utils import get_current_url
+
+#: API roots remembered: the Host header is the client's, so the memo is bounded.
+MAX_ROOTS = 256
 
 
 def link(path: str, rel: str = "self") -> dict[str, str]:
-    return {"rel": rel, "href": flask.request.url_root.rstrip("/") + "/" + path}
+    request = flask.request
+    # request.host is already validated (trusted hosts) and set by Flask's routing.
+    return {"rel": rel, "href": _root(request.scheme, request.host, request.root_path) + path}
+
+
+@functools.lru_cache(maxsize=MAX_ROOTS)
+def _root(scheme: str, host: str, root_path: str) -> str:
+    """request.url_root with one slash at the end, memoised: building it (IDNA
+    decoding, quoting) costs more than serialising a status document."""
+    return get_current_url(scheme, host, root_path).rstrip("/") + "/"

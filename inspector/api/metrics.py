@@ -8,6 +8,7 @@ time, one store query and one queue call per scrape.
 
 import time
 from datetime import UTC, datetime
+from typing import Any
 
 import flask
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
@@ -119,16 +120,28 @@ def install(app: flask.Flask) -> None:
     )
     registry.register(ClusterCollector(app))
     app.extensions[REGISTRY_KEY] = registry
+    # labels() takes a lock and checks its arguments on each call: keep the children.
+    # Endpoints, methods and statuses are few (unrouted requests are all "unknown").
+    counters: dict[tuple[str, str, int], Any] = {}
+    histograms: dict[tuple[str, str], Any] = {}
 
     def started() -> None:
         flask.g.metrics_started = time.perf_counter()
 
     def finished(response: flask.Response) -> flask.Response:
         began = flask.g.pop("metrics_started", None)
-        endpoint = flask.request.endpoint or "unknown"
+        request = flask.request
+        endpoint, method = request.endpoint or "unknown", request.method
         if began is not None:
-            latency.labels(endpoint, flask.request.method).observe(time.perf_counter() - began)
-        requests_total.labels(endpoint, flask.request.method, str(response.status_code)).inc()
+            histogram = histograms.get((endpoint, method))
+            if histogram is None:
+                histogram = histograms[endpoint, method] = latency.labels(endpoint, method)
+            histogram.observe(time.perf_counter() - began)
+        key = (endpoint, method, response.status_code)
+        counter = counters.get(key)
+        if counter is None:
+            counter = counters[key] = requests_total.labels(endpoint, method, str(key[2]))
+        counter.inc()
         return response
 
     app.before_request(started)

@@ -62,16 +62,27 @@ def negotiate() -> None:
     flask.g.api_version = requested(flask.request.headers)
 
 
+#: The headers every answer carries, and those naming each version: built once.
+_RANGE_HEADERS = ((MIN_HEADER, format_version(MINIMUM)), (MAX_HEADER, format_version(MAXIMUM)))
+_VERSION_HEADERS = {
+    (MINIMUM[0], minor): (
+        (VERSION_HEADER, format_version((MINIMUM[0], minor))),
+        (STANDARD_HEADER, f"{SERVICE_TYPE} {format_version((MINIMUM[0], minor))}"),
+    )
+    for minor in range(MINIMUM[1], MAXIMUM[1] + 1)
+}
+
+
 def stamp(response: flask.Response) -> flask.Response:
     """after_request hook: every answer, errors included, names the supported range."""
-    response.headers[MIN_HEADER] = format_version(MINIMUM)
-    response.headers[MAX_HEADER] = format_version(MAXIMUM)
+    headers = response.headers
+    # Only this hook sets these headers: appended, not replaced (no search first).
+    headers.extend(_RANGE_HEADERS)
     version = flask.g.get("api_version")
     if version is not None:
-        response.headers[VERSION_HEADER] = format_version(version)
-        response.headers[STANDARD_HEADER] = f"{SERVICE_TYPE} {format_version(version)}"
-    vary = response.headers.get("Vary")
-    response.headers["Vary"] = ", ".join(filter(None, (vary, VERSION_HEADER)))
+        headers.extend(_VERSION_HEADERS[version])
+    vary = headers.get("Vary")
+    headers["Vary"] = f"{vary}, {VERSION_HEADER}" if vary else VERSION_HEADER
     return response
 
 
