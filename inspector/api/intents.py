@@ -50,9 +50,11 @@ def record(
     reason: str | None = None,
     manage_boot: bool | None = None,
     data: dict | None = None,
+    snapshot: dict | None = None,
 ) -> NodeRecord:
     """Commit `event`'s transition (compare-and-swap), store `data` as the node's raw
-    data if given, and enqueue the request for a worker."""
+    data and `snapshot` as the Ironic node just read (so that the worker need not read
+    it again) if given, and enqueue the request for a worker."""
     transition = check(svc, node_uuid, node, event)
     request = Request(node_uuid=node_uuid, event=event)
     change = change_for(
@@ -71,6 +73,8 @@ def record(
         raise errors.Conflict(f"Node {node_uuid} changed meanwhile, try again: {exc}") from exc
     if data is not None:
         svc.store.store_data(node_uuid, data, processed=False)
+    if snapshot is not None:
+        svc.store.save_snapshot(node_uuid, snapshot, None)
     _enqueue(svc, request, committed)
     LOG.info(
         "[node %s req %s] %s -> %s (API)",

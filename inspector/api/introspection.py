@@ -1,5 +1,7 @@
 """/v1/introspection: start, status, list, abort, stored data, reapply."""
 
+import dataclasses
+
 import flask
 
 from inspector import errors
@@ -55,7 +57,14 @@ def start(node_id: str):
     ironic_node = svc.ironic.get_node(params.node_ident(node_id))
     _check_provision_state(ironic_node)
     node = intents.load(svc, ironic_node.uuid)
-    intents.record(svc, ironic_node.uuid, node, Event.INSPECT, manage_boot=manage_boot)
+    intents.record(
+        svc,
+        ironic_node.uuid,
+        node,
+        Event.INSPECT,
+        manage_boot=manage_boot,
+        snapshot=dataclasses.asdict(ironic_node),
+    )
     return {}, 202
 
 

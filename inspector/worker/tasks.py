@@ -18,6 +18,7 @@ from inspector.processing import hooks as hook_plugins
 from inspector.processing import lookup, pipeline
 from inspector.processing.context import ProcessingError
 from inspector.store import NodeRecord, Store
+from inspector.store.snapshots import SnapshotRecord
 
 LOG = logging.getLogger(__name__)
 
@@ -33,6 +34,16 @@ FOLLOW_UPS: dict[State, tuple[Event, ...]] = {
 def _no_dns(*_args, **_kwargs) -> list:
     """A resolver that resolves nothing (see Tasks._refuse_known_bmc)."""
     return []
+
+
+def _node_of(record: SnapshotRecord | None) -> IronicNode | None:
+    """The snapshot's node; None without one, or when another release wrote it."""
+    if record is None:
+        return None
+    try:
+        return IronicNode(**record.node)
+    except TypeError:
+        return None
 
 
 #: The error message of an `error` event whose request carries none.
@@ -89,7 +100,9 @@ class Tasks:
         then, when boot is managed, set PXE boot and power it on. Idempotent."""
         if self.ironic is None or self.store is None:
             return
-        ironic_node = self.ironic.get_node(node.uuid)
+        # The node as the API read it to accept this start, else as Ironic has it now.
+        record = self._fresh_snapshot(node)
+        ironic_node = _node_of(record) or self.ironic.get_node(node.uuid)
         ports = self.ironic.list_ports(node.uuid)
         macs = [port.address for port in ports]
         bmcs = bmc_addresses(ironic_node.driver_info)
@@ -157,15 +170,21 @@ class Tasks:
         """Ironic's node and ports as this introspection's start read them; None when
         there is no such snapshot (discovery, an older worker, one from an earlier
         introspection), and processing then reads Ironic."""
-        record = self.store.snapshot(node.uuid) if self.store is not None else None
-        if record is None or record.ports is None or node.started_at is None:
-            return None
-        if record.taken_at < node.started_at:
+        record = self._fresh_snapshot(node)
+        ironic_node = _node_of(record)
+        if record is None or ironic_node is None or record.ports is None:
             return None
         try:
-            return IronicNode(**record.node), [IronicPort(**port) for port in record.ports]
+            return ironic_node, [IronicPort(**port) for port in record.ports]
         except TypeError:  # written by a release whose models had other fields
             return None
+
+    def _fresh_snapshot(self, node: NodeRecord) -> SnapshotRecord | None:
+        """The node's snapshot when taken for this introspection (not before its start)."""
+        if self.store is None or node.started_at is None:
+            return None
+        record = self.store.snapshot(node.uuid)
+        return record if record is not None and record.taken_at >= node.started_at else None
 
     def enroll(self, node: NodeRecord, request: Request) -> None:
         """Discovery: create the node in Ironic (with the UUID the API gave the ramdisk)

@@ -38,6 +38,15 @@ def test_start_records_starting_and_enqueues(client, node, store, queue):
     ]
 
 
+def test_start_keeps_the_node_it_read_for_the_worker(client, node, store):
+    assert start(client, node.uuid).status_code == 202
+    snapshot = store.snapshot(node.uuid)
+    assert snapshot.node["uuid"] == node.uuid
+    assert snapshot.node["provision_state"] == "manageable"
+    assert snapshot.ports is None  # the worker lists them
+    assert snapshot.taken_at >= store.get_node(node.uuid).started_at
+
+
 def test_start_by_name(client, node, store):
     assert start(client, "node-1").status_code == 202
     assert store.get_node(node.uuid).state == State.STARTING

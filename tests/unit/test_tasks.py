@@ -176,6 +176,18 @@ def test_an_introspection_reads_the_node_and_its_ports_once(store, ironic, conf)
     assert len(ironic.calls_to("patch_node")) == 1
 
 
+def test_start_uses_the_node_the_api_read(store, ironic, conf):
+    node = ironic.add_node(driver_info={"ipmi_address": "192.0.2.9"}, power_state="power on")
+    ironic.add_port(node.uuid, "52:54:00:aa:bb:09")
+    recorded = started(store, node.uuid)
+    store.save_snapshot(node.uuid, dataclasses.asdict(node), None)
+    run(Tasks(store, ironic, conf), recorded)
+    assert ironic_reads(ironic) == ["list_ports"]
+    assert store.attributes(node.uuid)["bmc_address"] == ["192.0.2.9"]
+    assert [c.args[1] for c in ironic.calls_to("set_power_state")] == ["rebooting"]
+    assert len(store.snapshot(node.uuid).ports) == 1  # and now its ports, for processing
+
+
 def test_a_snapshot_from_an_earlier_introspection_is_not_used(store, ironic, conf):
     node = ironic.add_node()
     ironic.add_port(node.uuid, IPA["inventory"]["interfaces"][0]["mac_address"])
