@@ -22,6 +22,7 @@ import os
 import pathlib
 import platform
 import shlex
+import signal
 import sys
 import tempfile
 
@@ -153,13 +154,14 @@ class Bench:
         self.proxy.ledger.reset()
         self.proxy.ledger.names = {n.name: n.uuid for n in nodes}
         cpu_before = cpu_seconds(self.ironic.pids())
-        seconds, each = floor.batch(self.proxy.url, nodes, concurrency)
+        seconds, each = floor.batch(self.proxy.url, nodes, concurrency, self.args.boot_delay)
         cpu_after = cpu_seconds(self.ironic.pids())
         calls = summary(self.proxy.ledger.reset(), {n.uuid for n in nodes}, {})
         ironic_cpu = sum(cpu_after.get(p, 0.0) - c for p, c in cpu_before.items())
         figures = {
             "batch": len(nodes),
             "concurrency": concurrency,
+            "boot_delay": self.args.boot_delay,
             "batch_seconds": seconds,
             "throughput": len(nodes) / seconds,
             "finished": len(nodes),
@@ -242,7 +244,12 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--workers", type=ints, default=[1, 2], help="worker processes")
     parser.add_argument("--threads", type=int, default=8, help="threads per worker process")
     parser.add_argument("--queue", choices=("rabbitmq", "redis"), default="rabbitmq")
-    parser.add_argument("--boot-delay", type=float, default=0.0, help="seconds")
+    parser.add_argument(
+        "--boot-delay",
+        type=float,
+        default=1.0,
+        help="seconds from power-on to the ramdisk's post (the floor waits as long)",
+    )
     parser.add_argument("--deadline-per-node", type=float, default=10.0, help="seconds")
     parser.add_argument("--no-peer", action="store_true", help="skip ironic-inspector")
     parser.add_argument(
@@ -261,8 +268,15 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def _leave(signum: int, _frame: object) -> None:
+    raise SystemExit(f"stopped by signal {signum}")  # the ExitStack stops what we started
+
+
 def main(argv: list[str] | None = None) -> dict:
     args = parse(argv)
+    # Started in the background, SIGINT may be ignored: both signals clean up.
+    signal.signal(signal.SIGTERM, _leave)
+    signal.signal(signal.SIGINT, _leave)
     if not args.no_peer:
         peer.ensure_installed()
     with contextlib.ExitStack() as stack:

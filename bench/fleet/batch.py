@@ -98,6 +98,7 @@ class Batch:
         self._done: dict[str, dict] = {}
         self._started_wall: dict[str, datetime.datetime] = {}
         self._killed_at: float | None = None
+        self._stopping = threading.Event()
 
     # -------------------------------------------------------------- running
 
@@ -113,6 +114,12 @@ class Batch:
                     self._look.add(node)
 
     def run(self) -> dict:
+        try:
+            return self._run()
+        finally:
+            self._stopping.set()  # starters waiting for a slot leave (on an interruption)
+
+    def _run(self) -> dict:
         by_uuid = {node.uuid: node for node in self.nodes}
         self.ramdisks.register(
             {n.uuid: payload(self.template, [n.mac], n.bmc) for n in self.nodes}, self.url
@@ -132,7 +139,11 @@ class Batch:
             starting = starters.map(lambda n: self._start(n, refused), self.nodes)
             watcher = threading.Thread(target=self._watch, args=(started,), daemon=True)
             watcher.start()
-            list(starting)
+            try:
+                list(starting)
+            except BaseException:
+                self._stopping.set()  # before the pool waits for its starters
+                raise
         with self._lock:
             for node, why in refused.items():
                 self._done[node] = {"finished": True, "error": why, "refused": True}
@@ -159,7 +170,9 @@ class Batch:
         return figures
 
     def _start(self, node: Node, refused: dict[str, str]) -> None:
-        self._slots.acquire()
+        while not self._slots.acquire(timeout=0.5):
+            if self._stopping.is_set():
+                return
         with self._lock:
             self._pending.add(node.uuid)
             self._started_wall[node.uuid] = datetime.datetime.now(datetime.UTC)
@@ -183,7 +196,7 @@ class Batch:
         session.headers.update(API_VERSION)
         last_sweep = time.monotonic()
         while len(self._done) < len(self.nodes):
-            if time.monotonic() - started > self.deadline:
+            if time.monotonic() - started > self.deadline or self._stopping.is_set():
                 return
             with self._lock:
                 look = list(self._look)

@@ -2,7 +2,8 @@
 nodes at a given concurrency, through the same proxy as the services under test.
 
 Per node, in order: get the node, list its ports, set the boot device to PXE, reboot,
-one PATCH of the results, power off. A 409 NodeLocked (a power action still running in
+(the same simulated boot delay as the services' ramdisks), one PATCH of the results,
+power off. A 409 NodeLocked (a power action still running in
 Ironic's conductor) is retried at once after a short pause, as fast as Ironic allows:
 this is the floor, the least any introspection service could spend on Ironic.
 """
@@ -30,14 +31,16 @@ def _call(session: requests.Session, method: str, url: str, **kwargs) -> request
     raise RuntimeError(f"{method} {url}: still locked after {ATTEMPTS} attempts")
 
 
-def introspect(session: requests.Session, url: str, node: Node) -> float:
-    """The minimal sequence for one node; its seconds."""
+def introspect(session: requests.Session, url: str, node: Node, boot_delay: float) -> float:
+    """The minimal sequence for one node, with the ramdisk's boot between the reboot and
+    the PATCH (as the services wait for it); its seconds."""
     started = time.perf_counter()
     base = f"{url}/v1/nodes/{node.uuid}"
     _call(session, "GET", base)
     _call(session, "GET", f"{url}/v1/ports/detail", params={"node_uuid": node.uuid})
     _call(session, "PUT", f"{base}/management/boot_device", json={"boot_device": "pxe"})
     _call(session, "PUT", f"{base}/states/power", json={"target": "rebooting"})
+    time.sleep(boot_delay)  # the simulated server boots its ramdisk
     _call(
         session,
         "PATCH",
@@ -53,7 +56,9 @@ def introspect(session: requests.Session, url: str, node: Node) -> float:
     return time.perf_counter() - started
 
 
-def batch(url: str, nodes: list[Node], concurrency: int) -> tuple[float, list[float]]:
+def batch(
+    url: str, nodes: list[Node], concurrency: int, boot_delay: float = 0.0
+) -> tuple[float, list[float]]:
     """(batch seconds, seconds of each node) for the whole batch at this concurrency."""
     local = threading.local()
 
@@ -61,7 +66,7 @@ def batch(url: str, nodes: list[Node], concurrency: int) -> tuple[float, list[fl
         if not hasattr(local, "session"):
             local.session = requests.Session()
             local.session.headers.update(HEADERS)
-        return introspect(local.session, url, node)
+        return introspect(local.session, url, node, boot_delay)
 
     started = time.perf_counter()
     with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:

@@ -57,11 +57,15 @@ def test_small_fleet_runs_both_services_and_the_floor(tmp_path, services_env):
     by_target = {entry["target"]: entry for entry in results["scenarios"]}
     assert set(by_target) == {"ironic-floor", "inspector", "ironic-inspector"}
     for target, entry in by_target.items():
-        assert entry["finished"] == NODES, (target, entry.get("error_samples"))
-        assert entry["unfinished"] == 0 and entry["errors"] == 0, target
+        # Every introspection ended; ours and the floor without an error. (ironic-inspector
+        # may fail a node whose PATCH meets Ironic's lock: it does not retry it.)
+        assert entry["unfinished"] == 0, target
+        assert entry["finished"] + entry["errors"] == NODES, target
+        if target != "ironic-inspector":
+            assert entry["finished"] == NODES, (target, entry.get("error_samples"))
         assert entry["batch_seconds"] > 0, target
         # Every introspection's calls went through the proxy and were attributed.
-        assert entry["ironic_calls_per_introspection"] >= 6, target
+        assert entry["ironic_calls_per_introspection"] >= (1 if entry["errors"] else 6), target
         assert entry["ironic_calls_by_kind"]["PUT node/states/power"] >= 2, target
     for target in ("inspector", "ironic-inspector"):
         entry = by_target[target]
