@@ -9,12 +9,16 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, and_, delete, func, insert, or_, select, update
+from sqlalchemy.dialects import mysql, postgresql, sqlite
+from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
-from inspector.store.models import Attribute, IntrospectionData
+from inspector.store.models import Attribute, IntrospectionData, Node
+from inspector.store.nodes import NodeRecord
 
 ATTRIBUTES = Attribute.__table__
 DATA = IntrospectionData.__table__
+NODES = Node.__table__
 
 
 def set_attributes(session: Session, node_uuid: str, attributes: dict[str, list[str]]) -> None:
@@ -27,21 +31,47 @@ def set_attributes(session: Session, node_uuid: str, attributes: dict[str, list[
     session.flush()
 
 
-def matches(connection: Connection, attributes: dict[str, list[str]]) -> dict[str, int]:
-    """node uuid -> how many of `attributes` point at it (one query)."""
+def _counts(attributes: dict[str, list[str]]):
+    """node_uuid, how many of `attributes` point at it; None when there is nothing."""
     clauses = [
         and_(ATTRIBUTES.c.name == name, ATTRIBUTES.c.value.in_(sorted({v.lower() for v in values})))
         for name, values in attributes.items()
         if any(values)
     ]
     if not clauses:
-        return {}
-    statement = (
-        select(ATTRIBUTES.c.node_uuid, func.count())
+        return None
+    return (
+        select(ATTRIBUTES.c.node_uuid, func.count().label("matches"))
         .where(or_(*clauses))
         .group_by(ATTRIBUTES.c.node_uuid)
     )
+
+
+def matches(connection: Connection, attributes: dict[str, list[str]]) -> dict[str, int]:
+    """node uuid -> how many of `attributes` point at it (one query)."""
+    statement = _counts(attributes)
+    if statement is None:
+        return {}
     return {node_uuid: count for node_uuid, count in connection.execute(statement)}
+
+
+def candidates(
+    connection: Connection, attributes: dict[str, list[str]]
+) -> dict[str, tuple[int, NodeRecord]]:
+    """node uuid -> (how many of `attributes` point at it, its node row): the lookup
+    and the read of the nodes it finds in one round trip."""
+    counts = _counts(attributes)
+    if counts is None:
+        return {}
+    counted = counts.subquery()
+    # Attributes belong to a node (foreign key, ON DELETE CASCADE): the join loses none.
+    statement = select(counted.c.matches, NODES).join(NODES, NODES.c.uuid == counted.c.node_uuid)
+    found = {}
+    for row in connection.execute(statement):
+        fields = row._asdict()
+        count = fields.pop("matches")
+        found[fields["uuid"]] = (count, NodeRecord(**fields))
+    return found
 
 
 def attributes_of(session: Session, node_uuid: str) -> dict[str, list[str]]:
@@ -56,17 +86,44 @@ def attributes_of(session: Session, node_uuid: str) -> dict[str, list[str]]:
     return result
 
 
+#: The dialects whose INSERT can replace the row it collides with, in one statement.
+_UPSERTS = {
+    "postgresql": postgresql.insert,
+    "sqlite": sqlite.insert,
+    "mysql": mysql.insert,
+    "mariadb": mysql.insert,
+}
+
+
+def can_upsert(connection_or_engine: Connection | Engine) -> bool:
+    """Whether store_data is one statement there, atomic without a transaction."""
+    return connection_or_engine.dialect.name in _UPSERTS
+
+
 def store_data(
     connection: Connection, node_uuid: str, data: dict[str, Any], *, processed: bool, now: datetime
 ) -> None:
-    """Insert or replace the node's raw (processed=False) or processed data."""
+    """Insert or replace the node's raw (processed=False) or processed data: one
+    statement where the dialect has an upsert, else an update and maybe an insert (to
+    run in a transaction)."""
     text = json.dumps(data, sort_keys=True)
+    values = {"node_uuid": node_uuid, "processed": processed, "data": text, "stored_at": now}
+    upsert = _UPSERTS.get(connection.dialect.name)
+    if upsert is not None:
+        statement = upsert(DATA).values(**values)
+        replace = {"data": text, "stored_at": now}
+        if connection.dialect.name in ("mysql", "mariadb"):
+            statement = statement.on_duplicate_key_update(**replace)
+        else:
+            statement = statement.on_conflict_do_update(
+                index_elements=[DATA.c.node_uuid, DATA.c.processed], set_=replace
+            )
+        connection.execute(statement)
+        return
     key = (DATA.c.node_uuid == node_uuid) & (DATA.c.processed == processed)
     if connection.execute(update(DATA).where(key).values(data=text, stored_at=now)).rowcount:
         return
-    connection.execute(
-        insert(DATA).values(node_uuid=node_uuid, processed=processed, data=text, stored_at=now)
-    )
+    connection.execute(insert(DATA).values(**values))
 
 
 def get_data(session: Session, node_uuid: str, *, processed: bool) -> dict[str, Any] | None:

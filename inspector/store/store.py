@@ -243,9 +243,18 @@ class Store:
         """node uuid -> number of matching attributes, for the nodes any of them names."""
         return self._read(lookup.matches, attributes)
 
+    def lookup_nodes(self, attributes: dict[str, list[str]]) -> dict[str, tuple[int, NodeRecord]]:
+        """node uuid -> (number of matching attributes, the node as read), in one query."""
+        return self._read(lookup.candidates, attributes)
+
     def store_data(self, node_uuid: str, data: dict, *, processed: bool) -> None:
-        with engines.translate_errors(self.engine), self.engine.begin() as connection:
-            lookup.store_data(connection, node_uuid, data, processed=processed, now=self.clock())
+        """Insert or replace the node's data, committed before returning: one statement
+        in autocommit where the database has an upsert (one round trip), else a
+        transaction."""
+        now = self.clock()
+        engine = self._autocommit if lookup.can_upsert(self.engine) else self.engine
+        with engines.translate_errors(self.engine), engine.begin() as connection:
+            lookup.store_data(connection, node_uuid, data, processed=processed, now=now)
 
     def get_data(self, node_uuid: str, *, processed: bool) -> dict | None:
         with self.session() as session:
