@@ -36,16 +36,19 @@ def continue_introspection():
     wanted = lookup.attributes(data)
     if not any(wanted.values()):
         raise errors.BadRequest("The data carries no MAC address or BMC address to look up")
+    # The lookup reads the nodes it finds too: one round trip for both.
+    found = svc.store.lookup_nodes(wanted)
     try:
-        node_uuid = lookup.choose(svc.store.lookup(wanted), wanted)
+        node_uuid = lookup.choose({uuid: count for uuid, (count, _) in found.items()}, wanted)
     except lookup.LookupFailed as exc:
         if exc.ambiguous or svc.conf.processing.node_not_found_hook != "enroll":
             raise
         return _discover(svc, data, logs)
-    node = intents.load(svc, node_uuid)
-    if node is None or node.state not in EXPECTING_DATA:
-        state = "no introspection" if node is None else f"state {node.state}"
-        raise errors.NotFound(f"Node {node_uuid} is not waiting for ramdisk data ({state})")
+    node = found[node_uuid][1]
+    if node.state not in EXPECTING_DATA:
+        raise errors.NotFound(
+            f"Node {node_uuid} is not waiting for ramdisk data (state {node.state})"
+        )
     ramdisk_logs.store(svc.conf, node_uuid, data, logs)
     svc.store.store_data(node_uuid, data, processed=False)
     error = data.get("error")
