@@ -156,16 +156,20 @@ def start_firewall(
     channel: channels.Channel | None,
     budget: Outages,
 ) -> None:
-    """The firewall's sources (polls and channel), its thread, then its election."""
+    """The firewall's sources (polls and channel), its thread, then its election. The
+    noop driver polls nothing: nothing would use what the polls read (above all a
+    listing of every Ironic port each period); it still answers status requests."""
     group = conf.firewall
-    firewall.watch(
-        firewall.whitelist,
-        sources.introspected_macs(db),
-        group.whitelist_sync_period,
-        outages=budget,
-        service="database",
-    )
-    if ironic is not None:
+    polls = firewall.driver.name != "noop"
+    if polls:
+        firewall.watch(
+            firewall.whitelist,
+            sources.introspected_macs(db),
+            group.whitelist_sync_period,
+            outages=budget,
+            service="database",
+        )
+    if polls and ironic is not None:
         firewall.watch(
             firewall.blacklist,
             sources.ironic_ports(ironic),
