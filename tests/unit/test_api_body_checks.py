@@ -34,7 +34,7 @@ def mutations(payload: dict, count: int, seed: int):
     ]
     for _ in range(count):
         body = copy.deepcopy(payload)
-        path = rng.choice(paths + [("interface",)])
+        path = rng.choice([*paths, ("interface",)])
         target = body
         if path == ("interface",):
             interfaces = body.get("inventory", {}).get("interfaces") or [{}]
