@@ -3,8 +3,8 @@ processes on a fresh PostgreSQL database, RabbitMQ (or Redis) and Redis for the 
 talking to Ironic through the counting proxy; each worker serves its metrics, read for
 the time spent in each backend.
 
-Configured as an operator would, defaults kept except: noauth, `store_data = database`,
-the worker pool size, and a short queue get timeout (so SIGTERM is quick).
+Configured as an operator would, defaults kept except: noauth, `store_data = database`
+and the worker pool size.
 """
 
 import contextlib
@@ -159,7 +159,7 @@ def running(
                 },
                 "ironic": {"auth_type": "none", "endpoint_override": ironic_url},
                 "processing": {"store_data": "database"},
-                "worker": {"pool_size": threads, "get_timeout": 0.5},
+                "worker": {"pool_size": threads},
             }
         )
     )
