@@ -224,7 +224,9 @@ class Bench:
         try:
             for workers in self.args.workers:
                 entry = self.ours("engine", nodes, len(nodes), workers=workers)
-                entry.update(parts=parts, sum_of_parts_ms=sum_ms, ceiling_per_second=ceiling)
+                entry.update(
+                    target="engine", parts=parts, sum_of_parts_ms=sum_ms, ceiling_per_second=ceiling
+                )
         finally:
             self.proxy.stop()
             self.proxy = real

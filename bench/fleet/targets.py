@@ -118,7 +118,7 @@ def evaluate(results: dict) -> list[dict]:
                 )
             )
     for workers in (1, 2):
-        engine = _find(scenarios, "engine", "inspector", workers=workers)
+        engine = _find(scenarios, "engine", "engine", workers=workers)
         if engine and engine.get("ceiling_per_second"):
             ratio = engine["ceiling_per_second"] / engine["throughput"]
             found.append(
