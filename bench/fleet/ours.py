@@ -12,7 +12,6 @@ import dataclasses
 import pathlib
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,8 @@ import uuid
 from collections.abc import Iterator
 
 import requests
+
+from bench.fleet.peer import free_port, render_config
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 INSPECTOR = [sys.executable, "-m", "inspector.cmd"]
@@ -30,21 +31,6 @@ BACKEND_METRIC = re.compile(
     r'^inspector_worker_backend_seconds_total\{backend="(?P<backend>[^"]+)"\} (?P<value>\S+)$',
     re.MULTILINE,
 )
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def render(sections: dict[str, dict[str, object]]) -> str:
-    lines = []
-    for section, options in sections.items():
-        lines.append(f"[{section}]")
-        lines.extend(f"{name} = {value}" for name, value in options.items())
-        lines.append("")
-    return "\n".join(lines)
 
 
 @dataclasses.dataclass
@@ -140,7 +126,7 @@ def running(
     port = free_port()
     config = workdir / "inspector.conf"
     config.write_text(
-        render(
+        render_config(
             {
                 "DEFAULT": {
                     "auth_strategy": "noauth",
@@ -180,7 +166,7 @@ def running(
         for index in range(workers):
             metrics_port = free_port()
             own = workdir / f"worker-{index}.conf"
-            own.write_text(render({"metrics": {"worker_listen_port": metrics_port}}))
+            own.write_text(render_config({"metrics": {"worker_listen_port": metrics_port}}))
             worker = _spawn(
                 [*INSPECTOR, "worker", "--config-file", str(config), "--config-file", str(own)],
                 workdir / f"worker-{index}.log",

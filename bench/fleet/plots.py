@@ -84,7 +84,7 @@ def _on_ironic(axes: Any, results: dict) -> list[int]:
     """Ours against worker processes, the peer and the floor as reference lines."""
     series = _rates(_services(results), "inspector")
     blues = matplotlib.colormaps["Blues"]
-    for number, ((enrolled, batch, _), points) in enumerate(series.items()):
+    for number, ((enrolled, batch, *_), points) in enumerate(series.items()):
         color = blues(0.5 + 0.4 * number / max(len(series) - 1, 1))
         label = f"ours, batch {batch} of {enrolled}"
         axes.plot(*zip(*points, strict=True), marker="o", color=color, label=label)
@@ -161,7 +161,11 @@ def _batch(figure: Figure, results: dict) -> None:
             bar = axes.bar(x, s.get("batch_seconds") or 0.0, width * 0.9, color=color)
             bar.set_label(target_label(s))
             axes.bar_label(bar, fmt="%.1f", fontsize="small")
-    names = [f"{g[0].get('batch')} nodes, concurrency {g[0].get('concurrency')}" for g in groups]
+    names = [
+        f"{g[0].get('batch')} nodes, concurrency {g[0].get('concurrency')}, "
+        f"boot {g[0].get('boot_delay') or 0:g} s"
+        for g in groups
+    ]
     axes.set_xticks(range(len(groups)), names)
     axes.set(title="Batch time: ours, ironic-inspector, Ironic floor", ylabel="seconds")
     axes.grid(axis="y", alpha=0.3)

@@ -61,7 +61,12 @@ TARGET: Column = ("target", target_label)
 
 
 def size_key(scenario: dict) -> tuple:
-    return (scenario.get("enrolled"), scenario.get("batch"), scenario.get("concurrency"))
+    return (
+        scenario.get("enrolled"),
+        scenario.get("batch"),
+        scenario.get("concurrency"),
+        scenario.get("boot_delay") or 0,
+    )
 
 
 def target_order(scenario: dict) -> tuple:
@@ -96,7 +101,7 @@ def floor_groups(results: dict) -> list[tuple[dict, list[dict]]]:
 def floor_section(results: dict) -> list[str]:
     lines = []
     for floor, group in floor_groups(results):
-        enrolled, batch, concurrency = size_key(floor)
+        enrolled, batch, concurrency, delay = size_key(floor)
 
         def ratio(s: dict, floor: dict = floor) -> str:
             seconds, floor_seconds = s.get("batch_seconds"), floor.get("batch_seconds")
@@ -108,8 +113,10 @@ def floor_section(results: dict) -> list[str]:
         columns += [_col("Ironic calls each", "ironic_calls_per_introspection")]
         columns += [_col("CPU ms each", "cpu_ms_per_introspection")]
         lines += ["", f"### Side by side: {batch} introspections at concurrency {concurrency}"]
+        lines[-1] += f", ramdisks booting in {delay:g} s"
         lines += ["", f"On {_num(enrolled)} enrolled nodes; x floor is the batch time over the"]
-        lines += ["Ironic floor's (the Ironic calls of a minimal introspection alone).", ""]
+        lines += ["Ironic floor's (the Ironic calls of a minimal introspection alone, with the"]
+        lines += ["same boot delay between the reboot and the PATCH).", ""]
         lines += _table(columns, group)
     return lines
 

@@ -38,7 +38,8 @@ def test_small_fleet_runs_both_services_and_the_floor(tmp_path, services_env):
     out = tmp_path / "fleet.json"
     args = [
         *("--scenarios", "compare", "--site", str(NODES), "--batch", str(NODES)),
-        *("--concurrency", "4", "--ironic-dir", str(tmp_path / "ironic")),
+        *("--concurrency", "4", "--compare-boot-delays", "1"),
+        *("--ironic-dir", str(tmp_path / "ironic")),
         *("--ironic-port", str(free_port()), "--out", str(out)),
         *("--doc", str(doc), "--images", str(tmp_path / "images")),
     ]

@@ -24,6 +24,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.pool import NullPool
 
+from bench.fleet import peer
 from inspector import cmd
 from inspector.store import Store, schema
 from tests.conftest import IronicAPI, service_unavailable
@@ -211,21 +212,14 @@ def ironic_inspector(
     port = free_port()
     with _database(postgresql_admin) as database_url:
         config = tmp_path / "ironic-inspector.conf"
-        sections = {
-            "DEFAULT": {
-                "auth_strategy": "noauth",
-                "standalone": True,
-                "transport_url": "fake://",
-                "listen_address": "127.0.0.1",
-                "listen_port": port,
-                "introspection_delay": 0,
-                "log_file": tmp_path / "ironic-inspector.log",
-            },
-            "database": {"connection": database_url},
-            "ironic": {"auth_type": "none", "endpoint_override": ironic_url},
-            "processing": {"store_data": "database"},
-            "pxe_filter": {"driver": "noop"},
-        }
+        sections = peer.configuration(
+            port=port,
+            database_url=database_url,
+            ironic_url=ironic_url,
+            log=tmp_path / "ironic-inspector.log",
+            max_concurrency=100,
+            timeout=3600,
+        )
         config.write_text(render_config(sections))
         subprocess.run(
             [SCRIPT, "dbsync", "--config-file", str(config), "upgrade"],
