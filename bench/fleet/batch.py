@@ -98,6 +98,8 @@ class Batch:
         self._done: dict[str, dict] = {}
         self._started_wall: dict[str, datetime.datetime] = {}
         self._killed_at: float | None = None
+        self._sent: dict[str, float] = {}
+        self._answered: dict[str, float] = {}
         self._stopping = threading.Event()
 
     # -------------------------------------------------------------- running
@@ -176,7 +178,9 @@ class Batch:
         with self._lock:
             self._pending.add(node.uuid)
             self._started_wall[node.uuid] = datetime.datetime.now(datetime.UTC)
+            self._sent[node.uuid] = time.monotonic()
         reply = self._session.post(f"{self.url}/v1/introspection/{node.uuid}", timeout=120)
+        self._answered[node.uuid] = time.monotonic()
         if reply.status_code != 202:
             with self._lock:
                 self._pending.discard(node.uuid)
@@ -237,7 +241,8 @@ class Batch:
         count = len(self.nodes)
         latencies = self.ramdisks.latencies()
         cpu = sum(cpu_after.get(pid, 0.0) - before for pid, before in cpu_before.items())
-        calls = proxy_.summary(self.proxy.ledger.reset(), set(by_uuid), self.proxy.ledger.names)
+        seen = self.proxy.ledger.reset()
+        calls = proxy_.summary(seen, set(by_uuid), self.proxy.ledger.names)
         backends = {
             name: (backends_after.get(name, 0.0) - backends_before.get(name, 0.0)) / count
             for name in set(backends_after) | set(backends_before)
@@ -265,4 +270,34 @@ class Batch:
                 "introspection_seconds": [round(d, 4) for d in durations],
             },
             **calls,
+            **({"steps": self._steps(seen)} if count == 1 else {}),
         }
+
+    def _steps(self, seen: list[proxy_.Call]) -> list[dict]:
+        """One introspection's timeline: seconds from its start request to each step's end
+        (the API's answer, each Ironic call, the ramdisk's post, finished)."""
+        node = self.nodes[0].uuid
+        zero = self._sent.get(node)
+        if zero is None:
+            return []
+        names = self.proxy.ledger.names
+        steps = [("start request answered", self._answered.get(node, zero), 0.0)]
+        steps += [
+            (f"Ironic: {c.kind}", c.at, c.seconds)
+            for c in seen
+            if names.get(c.node, c.node) == node
+        ]
+        steps += [
+            ("ramdisk posted /v1/continue", sent + took, took)
+            for posted, sent, took in self.ramdisks.posted
+            if posted == node
+        ]
+        status = self._done.get(node) or {}
+        if status.get("finished_at"):
+            start = self._started_wall[node]
+            finished = (_when(status["finished_at"]) - start).total_seconds()
+            steps.append(("finished (the service's finished_at)", zero + finished, 0.0))
+        return [
+            {"step": what, "at_seconds": round(at - zero, 4), "took_seconds": round(took, 4)}
+            for what, at, took in sorted(steps, key=lambda step: step[1])
+        ]

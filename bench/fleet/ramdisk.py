@@ -57,6 +57,7 @@ class Ramdisks:
         self._cond = threading.Condition()
         self._stopped = False
         self._latencies: list[tuple[float, int]] = []  # (seconds, status)
+        self.posted: list[tuple[str, float, float]] = []  # (node, monotonic sent, seconds)
         self._threads = [
             threading.Thread(target=self._run, name=f"ramdisk-{n}", daemon=True)
             for n in range(threads)
@@ -70,6 +71,7 @@ class Ramdisks:
             self._payloads = dict(payloads)
             self.url = url
             self._latencies = []
+            self.posted = []
 
     def boot(self, node_uuid: str | None) -> None:
         with self._cond:
@@ -107,7 +109,8 @@ class Ramdisks:
         session = requests.Session()
         headers = {"Content-Type": "application/json"}
         while (item := self._next()) is not None:
-            _node, body, url = item
+            node, body, url = item
+            sent = time.monotonic()
             started = time.perf_counter()
             try:
                 status = session.post(
@@ -116,4 +119,6 @@ class Ramdisks:
             except requests.RequestException:
                 status = 0
             with self._cond:
-                self._latencies.append((time.perf_counter() - started, status))
+                seconds = time.perf_counter() - started
+                self._latencies.append((seconds, status))
+                self.posted.append((node, sent, seconds))

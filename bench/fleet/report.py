@@ -31,6 +31,7 @@ def markdown(results: dict, images: str = "images") -> str:
         lines += ["", "```", results["command"], "```"]
     for section in (
         tables.floor_section,
+        tables.steps_section,
         tables.batch_section,
         tables.engine_section,
         tables.time_section,

@@ -121,6 +121,19 @@ def floor_section(results: dict) -> list[str]:
     return lines
 
 
+def steps_section(results: dict) -> list[str]:
+    """Each single introspection's timeline (the `single` scenario), one table a target."""
+    lines = []
+    for s in _of(results, *SERVICES):
+        if not s.get("steps"):
+            continue
+        columns: list[Column] = [("step", lambda t: t.get("step", DASH))]
+        columns += [_col("at s", "at_seconds", digits=3), _col("took s", "took_seconds", digits=3)]
+        lines += ["", f"### One introspection, step by step: {target_label(s)}", ""]
+        lines += _table(columns, s["steps"])
+    return lines
+
+
 def batch_section(results: dict) -> list[str]:
     def spread(s: dict) -> str:
         return " / ".join(_num(_get(s, "introspection_seconds", q)) for q in ("p50", "p95", "max"))

@@ -184,3 +184,14 @@ def test_sparse_results_still_make_a_report(tmp_path: pathlib.Path) -> None:
         "fleet-throughput.png",
         "fleet-batch.png",
     ]
+
+
+def test_a_single_introspection_shows_its_steps():
+    steps = [
+        {"step": "start request answered", "at_seconds": 0.012, "took_seconds": 0.0},
+        {"step": "Ironic: PUT node/states/power", "at_seconds": 0.31, "took_seconds": 0.05},
+    ]
+    single = {"name": "single", "target": "inspector", "workers": 1, "batch": 1, "steps": steps}
+    text = report.markdown({"scenarios": [single]})
+    assert "### One introspection, step by step: ours (inspector), 1 worker" in text
+    assert "| Ironic: PUT node/states/power | 0.310 | 0.050 |" in text
