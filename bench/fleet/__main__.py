@@ -279,12 +279,28 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--doc", default=str(ROOT / "docs" / "performance.md"))
     parser.add_argument("--images", default=str(ROOT / "docs" / "images"))
     parser.add_argument("--no-doc", action="store_true", help="do not touch docs/")
+    parser.add_argument(
+        "--merge",
+        metavar="RESULTS",
+        help="keep the scenarios of this earlier results file that this run does not "
+        "run again (the doc then says both commands)",
+    )
     args = parser.parse_args(argv)
     args.scenarios = [s for s in args.scenarios.split(",") if s]
     unknown = set(args.scenarios) - set(ALL)
     if unknown:
         parser.error(f"unknown scenarios: {', '.join(sorted(unknown))}")
     return args
+
+
+def merge(results: dict, earlier: dict, ran: list[str]) -> None:
+    """Add to `results` the scenarios of `earlier` of the kinds this run did not run."""
+    kinds = {"batches": "batch"}
+    again = {kinds.get(name, name) for name in ran}
+    kept = [s for s in earlier["scenarios"] if s["name"].split("-")[0] not in again]
+    results["scenarios"] = kept + results["scenarios"]
+    results["command"] = f"{earlier.get('command')}\n{results['command']}"
+    results["machine"]["earlier_run"] = earlier.get("machine", {}).get("when")
 
 
 def _leave(signum: int, _frame: object) -> None:
@@ -319,6 +335,8 @@ def main(argv: list[str] | None = None) -> dict:
         },
         "scenarios": scenarios,
     }
+    if args.merge:
+        merge(results, json.loads(pathlib.Path(args.merge).read_text()), args.scenarios)
     results["targets"] = targets.evaluate(results)
     out = pathlib.Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
