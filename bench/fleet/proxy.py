@@ -15,6 +15,7 @@ import http.client
 import http.server
 import json
 import re
+import sys
 import threading
 import time
 import urllib.parse
@@ -146,6 +147,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 class _Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 256
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        """A client gone mid-answer (a worker killed -9) is not worth a traceback."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
     def __init__(
         self,
