@@ -4,7 +4,8 @@ simulated; the figures of the batch.
 
 At most `concurrency` introspections are in flight: the next one starts when one ends.
 A node is looked at when the proxy sees it powered off (the last Ironic call of an
-introspection) and every few seconds for all of them (errors end without a power-off).
+introspection), and all of them every few seconds through the status listing (errors
+end without a power-off).
 Times are the service's own `started_at`/`finished_at`; the batch runs from the first
 start request to the last `finished_at`.
 """
@@ -29,6 +30,8 @@ API_VERSION = {"X-OpenStack-Ironic-Inspector-API-Version": "1.12"}
 #: Seconds between looks at a powered-off node, and between full sweeps.
 LOOK_INTERVAL = 0.05
 SWEEP_INTERVAL = 3.0
+#: Statuses per page of the listing (both services' default maximum).
+PAGE = 1000
 #: Threads sending start requests.
 STARTERS = 8
 #: Seconds the processes are watched idle before the batch, for their idle CPU cost.
@@ -204,15 +207,31 @@ class Batch:
                 return
             with self._lock:
                 look = list(self._look)
-                sweep = time.monotonic() - last_sweep > SWEEP_INTERVAL
-                if sweep:
-                    look = list(self._pending)
-                    last_sweep = time.monotonic()
+            if time.monotonic() - last_sweep > SWEEP_INTERVAL:
+                self._sweep(session)
+                last_sweep = time.monotonic()
             for node in look:
                 reply = session.get(f"{self.url}/v1/introspection/{node}", timeout=60)
                 if reply.status_code == 200 and reply.json().get("finished"):
                     self._ended(node, reply.json())
             time.sleep(LOOK_INTERVAL)  # polling the service with the batch's deadline
+
+    def _sweep(self, session: requests.Session) -> None:
+        """Every introspection's status through the listing (a page per 1,000), for the
+        ones that end without a power-off (errors): a few requests, not one a node."""
+        marker = None
+        while True:
+            params = {"limit": PAGE, **({"marker": marker} if marker else {})}
+            reply = session.get(f"{self.url}/v1/introspection", params=params, timeout=60)
+            if reply.status_code != 200:
+                return
+            page = reply.json().get("introspection") or []
+            for status in page:
+                if status.get("finished"):
+                    self._ended(status["uuid"], status)
+            if len(page) < PAGE:
+                return
+            marker = page[-1]["uuid"]
 
     # -------------------------------------------------------------- figures
 
