@@ -14,7 +14,6 @@ import concurrent.futures
 import dataclasses
 import datetime
 import os
-import pathlib
 import statistics
 import threading
 import time
@@ -22,6 +21,7 @@ from collections.abc import Callable
 
 import requests
 
+from bench.fleet import procstat
 from bench.fleet import proxy as proxy_
 from bench.fleet.ironic import Node
 from bench.fleet.ramdisk import Ramdisks, payload
@@ -43,11 +43,9 @@ def cpu_seconds(pids: list[int]) -> dict[int, float]:
     tick = os.sysconf("SC_CLK_TCK")
     result = {}
     for pid in pids:
-        try:
-            fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        result[pid] = (int(fields[11]) + int(fields[12])) / tick
+        fields = procstat.fields(pid)
+        if fields is not None:  # utime and stime, in clock ticks
+            result[pid] = (int(fields[11]) + int(fields[12])) / tick
     return result
 
 

@@ -17,6 +17,8 @@ from collections.abc import Iterator
 
 import requests
 
+from bench.fleet import procstat
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SERVICES = ROOT / "scripts" / "services"
 HEADERS = {"X-OpenStack-Ironic-API-Version": "1.81"}
@@ -74,9 +76,7 @@ class FleetIronic:
         """Ironic's process group (the API and the worker it forks)."""
         leader = int(pathlib.Path(f"{self.directory}.pid").read_text())
         return [
-            int(stat.parent.name)
-            for stat in pathlib.Path("/proc").glob("[0-9]*/stat")
-            if _pgid(stat) == leader
+            pid for pid in procstat.pids() if (procstat.fields(pid) or [0] * 3)[2] == str(leader)
         ]
 
     def _pages(self, path: str, fields: str) -> Iterator[dict]:
@@ -161,10 +161,3 @@ class FleetIronic:
                 return
             time.sleep(0.2)  # polling Ironic's state with a deadline
         raise RuntimeError(f"node {node_uuid} not manageable after {MANAGE_TIMEOUT} s")
-
-
-def _pgid(stat: pathlib.Path) -> int | None:
-    try:
-        return int(stat.read_text().rsplit(")", 1)[1].split()[2])
-    except (OSError, IndexError, ValueError):
-        return None

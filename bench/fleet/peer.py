@@ -31,6 +31,8 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
+from bench.fleet import procstat
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 #: Installs and runs ironic-inspector 12.5.0 in its own virtualenv under .services.
 SCRIPT = ROOT / "scripts" / "ironic-inspector"
@@ -73,16 +75,10 @@ class Peer:
 
 def _parent_links() -> Iterator[tuple[int, int]]:
     """(pid, parent pid) of every process, from /proc/*/stat."""
-    for entry in pathlib.Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:  # the process left while we looked
-            continue
-        # The command name is in parentheses and may hold spaces or parentheses itself.
-        fields = stat[stat.rindex(")") + 2 :].split()
-        yield int(entry.name), int(fields[1])
+    for pid in procstat.pids():
+        stat = procstat.fields(pid)
+        if stat is not None:  # else the process left while we looked
+            yield pid, int(stat[1])
 
 
 def ensure_installed() -> None:

@@ -6,22 +6,25 @@ figures it was computed from. A target whose scenario did not run is left out.""
 MINIMAL_CALLS = 6
 
 
-def _find(scenarios: list[dict], name: str, target: str, **match: object) -> dict | None:
-    for entry in scenarios:
-        if entry["name"] == name and entry["target"] == target:
-            if all(entry.get(key) == value for key, value in match.items()):
-                return entry
-    return None
-
-
-def _largest(scenarios: list[dict], prefix: str, target: str, **match: object) -> dict | None:
-    found = [
+def _matching(
+    scenarios: list[dict], target: str, name: str, *, prefix: bool = False, **match: object
+) -> list[dict]:
+    """The scenarios of `target` named `name` (or starting with it), with these fields."""
+    return [
         e
         for e in scenarios
-        if e["name"].startswith(prefix)
+        if (e["name"].startswith(name) if prefix else e["name"] == name)
         and e["target"] == target
         and all(e.get(k) == v for k, v in match.items())
     ]
+
+
+def _find(scenarios: list[dict], name: str, target: str, **match: object) -> dict | None:
+    return next(iter(_matching(scenarios, target, name, **match)), None)
+
+
+def _largest(scenarios: list[dict], prefix: str, target: str, **match: object) -> dict | None:
+    found = _matching(scenarios, target, prefix, prefix=True, **match)
     return max(found, key=lambda e: e["batch"], default=None)
 
 

@@ -33,7 +33,9 @@ class Timed:
         value = getattr(self._target, name)
         if name.startswith("_") or not callable(value):
             return value
-        return self._timed(value)
+        timed = self._timed(value)
+        setattr(self, name, timed)  # built once: later lookups find it without __getattr__
+        return timed
 
     def _timed(self, method: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(method)
