@@ -50,9 +50,9 @@ FINAL_STATES = frozenset({State.FINISHED, State.ERROR})
 ABORT_REASON = "Canceled by operator"
 TIMEOUT_REASON = "Introspection timeout"
 DEJA_VU_REASON = (
-    "Deja vu: the ramdisk data for this node was already being processed when the "
-    "same continue request arrived again (a worker probably died mid-processing); "
-    "not processing it twice, restart the introspection"
+    "Deja vu: the ramdisk data for this node was already processed when the same "
+    "continue request arrived again (a worker died before finishing the "
+    "introspection); not processing it twice, restart the introspection"
 )
 
 _NONE = "(none)"  # automaton needs a name for "no introspection yet"

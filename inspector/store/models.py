@@ -143,9 +143,10 @@ class RuleAction(Base):
 class Request(Base):
     """A transition request a worker applied: how a redelivery is recognised.
 
-    status is 'applied' once the state change committed, 'done' once its task
-    finished and the follow-up was enqueued, 'rejected' when the state machine refused
-    it. `version` is the node's version right after the change. The rows are also
+    status is 'applied' once the state change committed, 'ran' once a strict event's
+    task finished, 'done' once its task finished and the follow-up was enqueued,
+    'interrupted' when a backend outage stopped its task, 'rejected' when the state
+    machine refused it. `version` is the node's version right after the change. The rows are also
     the node's history.
     """
 

@@ -15,12 +15,14 @@ from inspector.store.models import Request
 APPLIED = "applied"
 DONE = "done"
 REJECTED = "rejected"
-#: Applied, and its task stopped by a backend outage that the worker saw: unlike a bare
-#: `applied` (its worker may have died anywhere), the task is known not to have
-#: finished, so a strict event may run it again.
+#: Applied, and its task stopped by a backend outage that the worker saw (a bare
+#: `applied` also means the task did not finish: its worker died before marking it).
 INTERRUPTED = "interrupted"
-#: Statuses of a request whose task has not finished yet.
-UNFINISHED = (APPLIED, INTERRUPTED)
+#: A strict event's task finished; its follow-ups may not be enqueued yet. Seen again,
+#: the event is deja vu: its work is not done twice.
+RAN = "ran"
+#: Statuses of a request not done yet (its task unfinished, or its follow-ups unsent).
+UNFINISHED = (APPLIED, INTERRUPTED, RAN)
 
 
 @dataclasses.dataclass(frozen=True)

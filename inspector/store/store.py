@@ -214,6 +214,11 @@ class Store:
         with engines.translate_errors(self.engine), self._autocommit.connect() as connection:
             transitions.interrupt(connection, request_id)
 
+    def mark_ran(self, request_id: str) -> None:
+        """Mark a strict event's request whose task finished (see requests.RAN)."""
+        with engines.translate_errors(self.engine), self._autocommit.connect() as connection:
+            transitions.ran(connection, request_id)
+
     def history(self, node_uuid: str) -> list[RequestRecord]:
         with self.session() as session:
             return requests.history(session, node_uuid)

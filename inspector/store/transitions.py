@@ -207,3 +207,14 @@ def interrupt(connection: Connection, request_id: str) -> None:
         .where(REQUESTS.c.request_id == request_id, REQUESTS.c.status == requests.APPLIED)
         .values(status=requests.INTERRUPTED)
     )
+
+
+def ran(connection: Connection, request_id: str) -> None:
+    connection.execute(
+        update(REQUESTS)
+        .where(
+            REQUESTS.c.request_id == request_id,
+            REQUESTS.c.status.in_((requests.APPLIED, requests.INTERRUPTED)),
+        )
+        .values(status=requests.RAN)
+    )

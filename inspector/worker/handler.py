@@ -226,6 +226,10 @@ class Handler:
             succeeded = False
         else:
             self.metrics.task_duration(transition.target, time.perf_counter() - began)
+            if request.event in STRICT_EVENTS:
+                # From here a redelivery is deja vu; before, the task had not finished
+                # and runs again (a worker killed mid-processing loses no introspection).
+                self.store.mark_ran(request.request_id)
         self.faults.before_ack(request.event, request.request_id)
         for event in follow_ups:
             self.queue.put(request.follow_up(event))
@@ -253,9 +257,9 @@ class Handler:
     def _redelivered(
         self, request: Request, event: Event, seen: RequestRecord, node: NodeRecord | None
     ) -> str:
-        """A request id seen before: done/rejected ones are consumed; an applied one
-        lost its worker mid-way: strict events go to error (deja vu), reentrant ones
-        run their task again."""
+        """A request id seen before: done/rejected ones are consumed; an unfinished one
+        lost its worker mid-way: its task runs again, except a strict event's whose
+        task had finished (`ran`): that is deja vu, the node goes to error."""
         if seen.status not in requests.UNFINISHED:
             self._log(request, logging.INFO, "already %s: consumed", seen.status)
             return outcomes.DONE
@@ -263,12 +267,12 @@ class Handler:
             self._log(request, logging.INFO, "applied, and the node moved on since: consumed")
             self.store.finish_request(request.request_id)
             return outcomes.DONE
-        if event not in STRICT_EVENTS or seen.status == requests.INTERRUPTED:
+        if event not in STRICT_EVENTS or seen.status != requests.RAN:
             self._log(
                 request,
                 logging.INFO,
-                "applied (by the API, or by a worker that died or lost a backend): "
-                "running its task",
+                "applied (by the API, or by a worker that died or lost a backend before "
+                "its task finished): running its task",
             )
             transition = Transition(
                 State(seen.source_state) if seen.source_state else None,
@@ -277,7 +281,7 @@ class Handler:
                 None,
             )
             return outcomes.RESUMED if self._run(node, request, transition) else outcomes.FAILED
-        self._log(request, logging.WARNING, "strict event seen again: deja vu")
+        self._log(request, logging.WARNING, "strict event seen again after its task ran: deja vu")
         if self.machine.can(State(node.state), event):
             transition = self.machine.advance(State(node.state), event)
             self._commit(

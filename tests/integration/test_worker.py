@@ -175,6 +175,24 @@ def test_kill_before_ack_of_a_strict_event_is_deja_vu(cluster, tmp_path):
     assert cluster.store.find_request(request.request_id).status == "done"
 
 
+def test_kill_mid_task_of_a_strict_event_processes_the_data_once_more(cluster):
+    node = cluster.new_node()
+    victim = cluster.start_worker(faults="slow_task=continue:600")
+    cluster.put(node, "inspect")
+    cluster.wait_state(node, "waiting")
+    cluster.store_ramdisk_data(node)
+    request = cluster.put(node, "continue")
+    # Committed, and its task held up: the worker dies before processing finished.
+    cluster.wait_state(node, "processing")
+    victim.send_signal(signal.SIGKILL)
+    victim.wait()
+    cluster.start_worker()
+    cluster.wait_state(node, "finished")
+    applied = assert_valid_history(cluster.store, node)
+    assert [r.event for r in applied] == ["inspect", "wait", "continue", "finish"]
+    assert cluster.store.find_request(request.request_id).status == "done"
+
+
 def test_kill_before_ack_of_a_reentrant_event_ends_right_once(cluster, tmp_path):
     node = cluster.new_node()
     marker = tmp_path / "paused"

@@ -206,10 +206,11 @@ def _crash_after_commit(store, event, source, target, request_id):
     )
 
 
-def test_strict_event_seen_again_is_deja_vu(handler, store, tasks, queue):
+def test_strict_event_seen_again_after_its_task_ran_is_deja_vu(handler, store, tasks, queue):
     deliver(handler, "inspect")
     deliver(handler, "wait")
     _crash_after_commit(store, "continue", "waiting", "processing", "c1")
+    store.mark_ran("c1")  # the worker died after processing, before the follow-up
     delivery = deliver(handler, "continue", request_id="c1")
     assert delivery.outcome == "ack"
     node = store.get_node(NODE)
@@ -218,6 +219,40 @@ def test_strict_event_seen_again_is_deja_vu(handler, store, tasks, queue):
     assert ("process", NODE) not in tasks.calls
     assert "finish" not in queue.events()
     assert store.find_request("c1").status == "done"
+
+
+def test_strict_event_whose_task_did_not_finish_runs_it_again(handler, store, tasks, queue):
+    deliver(handler, "inspect")
+    deliver(handler, "wait")
+    # The worker died mid-processing: the request is applied, its task never marked ran.
+    _crash_after_commit(store, "continue", "waiting", "processing", "c1")
+    assert store.find_request("c1").status == requests.APPLIED
+    delivery = deliver(handler, "continue", request_id="c1")
+    assert delivery.outcome == "ack"
+    assert tasks.calls.count(("process", NODE)) == 1
+    assert queue.events()[-1] == "finish"
+    assert store.get_node(NODE).state == State.PROCESSING
+    assert store.find_request("c1").status == requests.DONE
+    # The follow-up ends the introspection as usual.
+    deliver(handler, "finish", request_id=queue.put_requests[-1].request_id)
+    assert store.get_node(NODE).state == State.FINISHED
+
+
+def test_a_strict_event_is_marked_ran_before_its_follow_ups(store, coordinator, tasks):
+    seen = []
+
+    class Watching(RecordingQueue):
+        def put(self, request):
+            seen.append(store.find_request(request.request_id.rsplit(".", 1)[0]).status)
+            super().put(request)
+
+    handler = Handler(store, coordinator, Watching(), tasks)
+    for event in ("inspect", "wait"):
+        deliver(handler, event)
+    seen.clear()
+    deliver(handler, "continue", request_id="c1")
+    assert seen == [requests.RAN]
+    assert store.find_request("c1").status == requests.DONE
 
 
 def test_reentrant_event_seen_again_runs_its_task_again(handler, store, tasks, queue):
