@@ -90,6 +90,7 @@ def summary(calls: list[Call], nodes: set[str], names: dict[str, str]) -> dict:
     """Calls per introspection of `nodes` (by kind), time Ironic took for them, and the
     calls not attributable to one node (periodic work), with the "list all" count."""
     per_kind: collections.Counter[str] = collections.Counter()
+    refused = 0  # answered 409 (NodeLocked: a power action held the node), then retried
     seconds = 0.0
     others: collections.Counter[str] = collections.Counter()
     lists_all = 0
@@ -98,12 +99,14 @@ def summary(calls: list[Call], nodes: set[str], names: dict[str, str]) -> dict:
         node = names.get(call.node, call.node) if call.node else None
         if node in nodes:
             per_kind[call.kind] += 1
+            refused += call.status == 409
             seconds += call.seconds
         else:
             others[call.kind] += 1
     count = max(len(nodes), 1)
     return {
         "ironic_calls_per_introspection": sum(per_kind.values()) / count,
+        "ironic_refused_calls_per_introspection": refused / count,
         "ironic_calls_by_kind": {kind: n / count for kind, n in sorted(per_kind.items())},
         "ironic_seconds_per_introspection": seconds / count,
         "ironic_other_calls": dict(sorted(others.items())),

@@ -69,16 +69,20 @@ def evaluate(results: dict) -> list[dict]:
             )
         )
     if ours:
-        calls = ours["ironic_calls_per_introspection"]
+        sent = ours["ironic_calls_per_introspection"]
+        # Older results files lack the count of 409 answers: then every call counts.
+        refused = ours.get("ironic_refused_calls_per_introspection", 0.0)
+        calls = sent - refused
         lists_all = ours["ironic_list_all_calls"]
         found.append(
             _target(
                 "no more Ironic calls per introspection than the minimal sequence",
                 calls,
                 MINIMAL_CALLS,
-                calls <= MINIMAL_CALLS,
-                f"{calls:.2f} calls (minimal {MINIMAL_CALLS}); calls listing all nodes or "
-                f"ports during the batch: {lists_all}",
+                round(calls, 6) <= MINIMAL_CALLS,
+                f"{calls:.2f} calls Ironic carried out (minimal {MINIMAL_CALLS}), plus "
+                f"{refused:.2f} answered 409 NodeLocked and retried ({sent:.2f} sent); calls "
+                f"listing all nodes or ports during the batch: {lists_all}",
             )
         )
     big = _largest(scenarios, "batch-", "inspector")

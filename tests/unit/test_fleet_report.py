@@ -5,7 +5,8 @@ import pathlib
 
 import pytest
 
-from bench.fleet import report
+from bench.fleet import report, targets
+from bench.fleet.proxy import Call, summary
 
 
 def _scenario(name: str, target: str, **fields: object) -> dict:
@@ -195,3 +196,19 @@ def test_a_single_introspection_shows_its_steps():
     text = report.markdown({"scenarios": [single]})
     assert "### One introspection, step by step: ours (inspector), 1 worker" in text
     assert "| Ironic: PUT node/states/power | 0.310 | 0.050 |" in text
+
+
+def test_calls_answered_409_are_counted_apart_from_those_ironic_carried_out() -> None:
+    node = "fleet-00001"
+    kinds = ["GET node", "GET ports", "PUT node/management/boot_device"]
+    kinds += ["PUT node/states/power", "PATCH node", "PUT node/states/power"]
+    calls = [Call(kind, node, 0.01, 200, False, 0.0) for kind in kinds]
+    calls.append(Call("PATCH node", node, 0.01, 409, False, 0.0))
+    counted = summary(calls, {node}, {})
+    assert counted["ironic_calls_per_introspection"] == 7
+    assert counted["ironic_refused_calls_per_introspection"] == 1
+    scenario = {"name": "compare", "target": "inspector", **counted}
+    found = targets.evaluate({"scenarios": [scenario]})
+    (calls_target,) = [t for t in found if t["name"].startswith("no more Ironic calls")]
+    assert calls_target["value"] == 6 and calls_target["met"]
+    assert "1.00 answered 409" in calls_target["detail"]
