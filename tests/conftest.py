@@ -140,10 +140,11 @@ def rabbitmq_url(rabbitmq_server: str) -> str:
 
 
 def delete_queues(url: str, queue_name: str) -> None:
-    """Remove a test's queue and its dead-letter queue, with what kombu keeps beside them."""
+    """Remove a test's queue (both lanes) and its dead-letter queue, with what kombu keeps
+    beside them."""
     with kombu.Connection(url, connect_timeout=5) as connection:
         channel = connection.channel()
-        for name in (queue_name, f"{queue_name}.dead"):
+        for name in (queue_name, f"{queue_name}.start", f"{queue_name}.dead"):
             channel.queue_delete(name)
         if url.startswith("redis"):
             for key in channel.client.scan_iter(match=f"{queue_name}*"):

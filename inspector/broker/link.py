@@ -1,4 +1,4 @@
-"""Connections to the broker: one Link per thread, and the Links of one queue.
+"""Connections to the broker: one Link per thread, and the Links of one queue and its lanes.
 
 A kombu connection and channel are not thread-safe, so each thread has its own Link;
 only its thread uses it, except to close it once that thread is gone.
@@ -21,7 +21,7 @@ LOG = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-#: At most this many messages are delivered to one consumer and not yet settled.
+#: At most this many messages are delivered to one channel (all its lanes) and not settled.
 PREFETCH = 1
 #: AMQP delivery mode of a message written to disk by the broker.
 PERSISTENT = 2
@@ -34,13 +34,17 @@ MAX_SWEEP_INTERVAL = 10.0
 
 
 class Link:
-    """A connection, its channel and, once the thread consumes, its consumer."""
+    """A connection, its channel and, once the thread consumes, its consumer of every lane."""
 
     def __init__(
-        self, url: str, transport: transports.Transport, queue_name: str, options: dict[str, Any]
+        self,
+        url: str,
+        transport: transports.Transport,
+        lanes: tuple[str, ...],
+        options: dict[str, Any],
     ) -> None:
         self.transport = transport
-        self.queue_name = queue_name
+        self.lanes = lanes
         self.thread = threading.current_thread()
         self.connection = transports.connect(url, transport, options)
         self.recoverable_errors = transports.recoverable_errors(self.connection)
@@ -70,6 +74,11 @@ class Link:
         self._declared.add(name)
         return result
 
+    def count(self, name: str) -> int | None:
+        """Messages ready in queue `name`; None when the transport does not say."""
+        count = getattr(self.declare(name), "message_count", None)
+        return None if count is None else int(count)
+
     def publish(self, name: str, body: str | bytes) -> None:
         if name not in self._declared:
             self.declare(name)
@@ -93,13 +102,17 @@ class Link:
         if self._consumer is None:
             self._consumer = kombu.Consumer(
                 self._channel,
-                queues=[self.queue(self.queue_name)],
+                queues=[self.queue(name) for name in self.lanes],
                 on_message=self._received.append,
                 no_ack=False,
                 auto_declare=True,
             )
-            # Per consumer: one worker does not hoard messages other workers could take.
-            self._consumer.qos(prefetch_count=PREFETCH)
+            # One unsettled message per channel, across the lanes: a worker does not hoard
+            # messages others could take. RabbitMQ needs global QoS for that (else the
+            # limit is per consumer, one per lane; quorum queues refuse it, ours are
+            # classic); kombu's virtual transports (Redis, memory) always count per
+            # channel. Lanes are taken in turns: round robin there, at random on RabbitMQ.
+            self._consumer.qos(prefetch_count=PREFETCH, apply_global=True)
             self._consumer.consume()
         if not self._received:
             try:
@@ -148,12 +161,16 @@ class Link:
 
 
 class Links:
-    """The links one queue opened, one per thread, opened lazily, retried when they fail."""
+    """The links one queue opened, one per thread, opened lazily, retried when they fail.
+
+    Each link consumes every one of `lanes`; `queue_name` names them all in messages.
+    """
 
     def __init__(
         self,
         url: str,
         queue_name: str,
+        lanes: tuple[str, ...],
         *,
         attempts: int,
         retry_interval: float,
@@ -162,6 +179,7 @@ class Links:
     ) -> None:
         self.url = url
         self.queue_name = queue_name
+        self.lanes = lanes
         self.transport = transports.select(url)
         self._options = self.transport.options(queue_name, visibility_timeout)
         self._attempts = attempts
@@ -258,7 +276,7 @@ class Links:
         with self._lock:
             if self._closed:
                 raise self.unavailable("use", "the queue is closed")
-            link = Link(self.url, self.transport, self.queue_name, self._options)
+            link = Link(self.url, self.transport, self.lanes, self._options)
             self._links.append(link)
         self._local.link = link
         return link

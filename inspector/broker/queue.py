@@ -1,7 +1,8 @@
 """The at-least-once work queue of transition requests, on kombu (RabbitMQ, Redis, memory).
 
 A delivery leaves the queue only when acked, so a worker dying mid-request means the
-request is delivered again: handlers must be idempotent. It never interprets requests.
+request is delivered again: handlers must be idempotent. It looks at a request's event
+only to choose its lane (START_EVENTS); it never interprets requests otherwise.
 """
 
 from __future__ import annotations
@@ -17,17 +18,28 @@ import kombu.message
 from inspector.broker.link import Link, Links
 from inspector.broker.message import Envelope, MalformedRequest, Request
 from inspector.errors import ServiceUnavailable
+from inspector.machine import Event
 
 LOG = logging.getLogger(__name__)
 
 #: Longest single wait on the broker inside get(), so that shutdown is seen promptly.
 POLL_SLICE = 0.25
-#: Suffix of the queue that receives dead letters.
+#: Suffix of the queue that receives dead letters (one for both lanes).
 DEAD_SUFFIX = ".dead"
+#: Suffix of the start lane, the queue of START_EVENTS; the others use the queue's name.
+START_SUFFIX = ".start"
+#: Events that open an introspection (or reopen an ended one): they wait on the start
+#: lane, so that a batch of hundreds never queues ahead of the requests that move the
+#: introspections already under way (wait, continue, finish, abort, error, timeout...),
+#: whose nodes would otherwise time out. Workers take turns between the two lanes.
+START_EVENTS = frozenset({Event.INSPECT, Event.REAPPLY, Event.ENROLL})
 
 
 class WorkQueue:
     """Put requests; get them as deliveries, which the getter acks, retries or dead-letters.
+
+    Two lanes, `<name>` and `<name>.start` (see START_EVENTS), are consumed together,
+    fairly, with at most one unsettled delivery per thread across both.
 
     Each thread has its own broker connection, opened on first use; `close()` closes
     them all. Connection failures are retried `max_retries` times, `retry_interval`
@@ -46,12 +58,14 @@ class WorkQueue:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.queue_name = queue_name
+        self.start_queue_name = queue_name + START_SUFFIX
         self.dead_queue_name = queue_name + DEAD_SUFFIX
         self._shutdown = shutdown or threading.Event()
         self._clock = clock
         self._links = Links(
             url,
             queue_name,
+            (queue_name, self.start_queue_name),
             attempts=max(1, max_retries),
             retry_interval=retry_interval,
             shutdown=self._shutdown,
@@ -65,13 +79,24 @@ class WorkQueue:
     def is_single_process(self) -> bool:
         return self._links.transport.is_single_process
 
+    def lane_of(self, request: Request) -> str:
+        """The queue `request` waits on: the start lane or the main one."""
+        return self.start_queue_name if request.event in START_EVENTS else self.queue_name
+
     def put(self, request: Request) -> None:
-        """Durably enqueue `request` (on amqp: once the broker confirmed it)."""
-        self.put_raw(Envelope(request).to_json())
+        """Durably enqueue `request` on its lane (on amqp: once the broker confirmed it)."""
+        self._publish(self.lane_of(request), Envelope(request).to_json())
 
     def put_raw(self, body: str | bytes) -> None:
-        """Enqueue a body as it is: to re-inject a dead letter, or to test bad input."""
-        self._publish(self.queue_name, body)
+        """Enqueue a body as it is: to re-inject a dead letter, or to test bad input.
+
+        It goes to its request's lane; a body that is no envelope, to the main lane.
+        """
+        try:
+            lane = self.lane_of(Envelope.from_json(body).request)
+        except MalformedRequest:
+            lane = self.queue_name
+        self._publish(lane, body)
 
     def get(self, timeout: float) -> Delivery | None:
         """The next due request, or None after about `timeout` seconds or on shutdown."""
@@ -95,14 +120,19 @@ class WorkQueue:
         return None
 
     def depth(self) -> int | None:
-        """Messages waiting (delayed ones included, unacked ones not)."""
-        result = self._links.run("count", lambda link: link.declare(self.queue_name))
-        count = getattr(result, "message_count", None)
-        return None if count is None else int(count)
+        """Messages waiting in both lanes (delayed ones included, unacked ones not)."""
+        counts = [
+            self._links.run("count", lambda link, lane=lane: link.count(lane))
+            for lane in self._links.lanes
+        ]
+        return None if None in counts else sum(counts)
 
     def purge(self) -> int:
-        """Drop every waiting message; how many there were."""
-        return self._links.run("purge", lambda link: link.purge(self.queue_name))
+        """Drop every waiting message of both lanes; how many there were."""
+        return sum(
+            self._links.run("purge", lambda link, lane=lane: link.purge(lane))
+            for lane in self._links.lanes
+        )
 
     def close(self) -> None:
         """Close every connection opened here; unsettled deliveries go back to the queue.
@@ -127,8 +157,8 @@ class WorkQueue:
             self._put_back(link, message.requeue)
             return None
         if not envelope.is_due(self._clock()):
-            # Unchanged, at the end of the queue: the due messages behind it get through.
-            self._publish(self.queue_name, body)
+            # Unchanged, at the end of its lane: the due messages behind it get through.
+            self._publish(self.lane_of(envelope.request), body)
             self._put_back(link, message.ack)
             return None
         return Delivery(self, link, message, body, request=envelope.request, error=None)
@@ -192,15 +222,16 @@ class Delivery:
     def retry(self, delay: float) -> None:
         """Leave it for later: a copy with attempt+1, due in `delay` seconds.
 
-        The copy is published before the original is acked: a crash between the two
-        duplicates the request, never loses it. A malformed message is dead-lettered.
+        The copy goes to the request's lane, published before the original is acked: a
+        crash between the two duplicates the request, never loses it. A malformed
+        message is dead-lettered.
         """
         self._check()
         if self.request is None:
             self.dead_letter(f"malformed, cannot be retried: {self.error}")
             return
         envelope = Envelope(self.request.retry(), not_before=self._queue._clock() + delay)
-        self._queue._publish(self._queue.queue_name, envelope.to_json())
+        self._queue._publish(self._queue.lane_of(self.request), envelope.to_json())
         self._queue._links.settle(self._link, self._message.ack)
         self._settled = True
 

@@ -1,7 +1,8 @@
 """The work queue contract, one suite run against every transport: memory, Redis, RabbitMQ.
 
 What the worker relies on: at-least-once delivery, delayed retries, dead letters,
-prompt shutdown, one connection per thread.
+prompt shutdown, one connection per thread, and two lanes (starts apart from the rest)
+taken in turns, with one unsettled message per thread across both.
 """
 
 import json
@@ -17,12 +18,19 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from inspector.broker.message import Envelope, Request
-from inspector.broker.queue import Delivery, WorkQueue
+from inspector.broker.queue import START_EVENTS, Delivery, WorkQueue
 from inspector.errors import ServiceUnavailable
 from tests.conftest import delete_queues
 
 #: Generous bound for "soon": slow CI machines, not a performance assertion.
 SOON = 5.0
+#: Requests queued on the other lane in the lane tests: behind them all, in one FIFO.
+BATCH = 60
+#: A request alone on its lane comes out among the first this many deliveries (RabbitMQ
+#: takes turns at random: missing it has a chance of about 2 ** -(EARLY - 1)).
+EARLY = BATCH // 3
+#: The other lane's event: a start, and a request that moves an introspection under way.
+OTHER_LANE = {"continue": "inspect", "inspect": "continue"}
 
 MakeQueue = Callable[..., WorkQueue]
 
@@ -64,7 +72,9 @@ def _make_queues(url: str, queue_name: str) -> Iterator[MakeQueue]:
     yield make
     for queue in created:
         queue.close()
-    delete_queues(url, queue_name)  # memory:// too: its queues live as long as the process
+    # memory:// too: its queues live as long as the process.
+    for name in {queue_name} | {queue.queue_name for queue in created}:
+        delete_queues(url, name)
 
 
 @pytest.fixture
@@ -140,9 +150,12 @@ def test_depth_and_purge(make_queue: MakeQueue) -> None:
     assert queue.get(0.3) is None
 
 
-def test_unacked_delivery_comes_back_when_its_consumer_closes(make_queue: MakeQueue) -> None:
+@pytest.mark.parametrize("event", OTHER_LANE)
+def test_unacked_delivery_comes_back_when_its_consumer_closes(
+    make_queue: MakeQueue, event: str
+) -> None:
     first, second = make_queue(), make_queue()
-    request = Request(node_uuid="node-1", event="inspect")
+    request = Request(node_uuid="node-1", event=event)
     first.put(request)
     assert get_within(first).request == request
 
@@ -152,6 +165,90 @@ def test_unacked_delivery_comes_back_when_its_consumer_closes(make_queue: MakeQu
     assert again.request == request
     again.ack()
     assert second.get(0.3) is None
+
+
+def test_start_events_are_the_ones_that_open_an_introspection() -> None:
+    assert START_EVENTS == {"inspect", "reapply", "enroll"}
+
+
+def put_behind_a_batch(queue: WorkQueue, event: str) -> Request:
+    """BATCH requests of the other lane, then one of `event`'s lane; returns that one."""
+    for i in range(BATCH):
+        queue.put(Request(node_uuid=f"node-{i}", event=OTHER_LANE[event]))
+    request = Request(node_uuid="node-last", event=event)
+    queue.put(request)
+    return request
+
+
+def deliveries_until(queue: WorkQueue, wanted: Request) -> tuple[int, Delivery]:
+    """Acks what comes before `wanted`; how many that were, and `wanted`'s delivery."""
+    before = 0
+    while True:
+        delivery = get_within(queue)
+        assert delivery.request is not None
+        if delivery.request.request_id == wanted.request_id:
+            return before, delivery
+        delivery.ack()
+        before += 1
+
+
+@pytest.mark.parametrize("event", OTHER_LANE)
+def test_a_request_does_not_wait_behind_the_other_lane(make_queue: MakeQueue, event: str) -> None:
+    queue = make_queue()
+    request = put_behind_a_batch(queue, event)
+
+    before, delivery = deliveries_until(queue, request)
+    assert before < EARLY
+    delivery.ack()
+    assert len(drain(queue)) == BATCH - before
+
+
+@pytest.mark.parametrize("event", OTHER_LANE)
+def test_retry_keeps_the_lane(make_queue: MakeQueue, event: str) -> None:
+    queue = make_queue()
+    request = put_behind_a_batch(queue, event)
+    before, delivery = deliveries_until(queue, request)
+    delivery.retry(0)
+
+    # On the other lane it would wait behind the BATCH - before - 1 still there.
+    again, delivery = deliveries_until(queue, request)
+    assert before + again < EARLY
+    assert delivery.request is not None and delivery.request.attempt == 1
+    delivery.ack()
+
+
+def test_depth_and_purge_count_both_lanes(make_queue: MakeQueue) -> None:
+    queue = make_queue()
+    for i, event in enumerate(["inspect", "continue", "reapply", "finish", "continue"]):
+        queue.put(Request(node_uuid=f"node-{i}", event=event))
+
+    assert queue.depth() == 5
+    assert queue.purge() == 5
+    assert queue.depth() == 0
+    assert queue.get(0.3) is None
+
+
+def test_one_unsettled_message_per_thread_across_lanes(make_queue: MakeQueue) -> None:
+    holder, other = make_queue(), make_queue()
+    requests = {Request(node_uuid=f"node-{i}", event=e) for i, e in enumerate([*OTHER_LANE] * 2)}
+    for request in requests:
+        holder.put(request)
+    held = get_within(holder)
+    # Holding it, the thread is given nothing more, from either lane...
+    assert holder.get(0.3) is None
+
+    # ...so that another worker gets every other message, while it still holds that one.
+    got: list[Request] = []
+    deadline = time.monotonic() + SOON
+    while len(got) < len(requests) - 1 and time.monotonic() < deadline:
+        if (delivery := other.get(0.3)) is not None:
+            assert delivery.request is not None
+            got.append(delivery.request)
+            delivery.ack()
+    assert held.request is not None
+    assert set(got) == requests - {held.request}
+    held.ack()
+    assert other.get(0.3) is None
 
 
 def test_unacked_delivery_comes_back_when_its_thread_ends(make_queue: MakeQueue) -> None:
@@ -392,12 +489,13 @@ sys.stdin.read()  # until killed
 """
 
 
+@pytest.mark.parametrize("event", OTHER_LANE)
 def test_delivery_of_a_killed_consumer_comes_back(
-    server_url: str, queue_name: str, make_server_queue: MakeQueue
+    server_url: str, queue_name: str, make_server_queue: MakeQueue, event: str
 ) -> None:
     visibility_timeout = 2.0
     queue = make_server_queue(visibility_timeout=visibility_timeout)
-    request = Request(node_uuid="node-1", event="inspect")
+    request = Request(node_uuid="node-1", event=event)
     queue.put(request)
     consumer = subprocess.Popen(
         [sys.executable, "-c", CONSUMER, server_url, queue_name, str(visibility_timeout)],
