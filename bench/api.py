@@ -176,7 +176,8 @@ def delete_queue(url, name):
     import kombu  # noqa: PLC0415 - only here, once the run is over
 
     with kombu.Connection(url) as connection:
-        connection.default_channel.queue_delete(name)
+        for queue in (name, f"{name}.start"):  # both lanes of the work queue
+            connection.default_channel.queue_delete(queue)
 
 
 def seed(database_url, count):

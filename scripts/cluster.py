@@ -963,7 +963,7 @@ class Cluster:
         ident, urls = state["id"], state["urls"]
         with contextlib.suppress(Exception), kombu.Connection(urls["rabbitmq"]) as connection:
             channel = connection.channel()
-            for queue in (f"cluster-{ident}", f"cluster-{ident}.dead"):
+            for queue in (f"cluster-{ident}", f"cluster-{ident}.start", f"cluster-{ident}.dead"):
                 channel.queue_delete(queue)
         with contextlib.suppress(Exception):
             client = redis.Redis.from_url(urls["redis"], socket_timeout=5)
