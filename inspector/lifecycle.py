@@ -1,4 +1,5 @@
-"""The process-wide shutdown flag, the signals that set it, and the outage budget.
+"""The process-wide shutdown flag, the signals that set it, the outage budget, and the
+heap settled once start-up is over.
 
 The first SIGTERM or SIGINT asks for a graceful stop; a second one exits at once.
 Every wait in the process is an interruptible wait on `Lifecycle.shutdown`. A backend
@@ -6,6 +7,7 @@ that stays unreachable past its retry budget stops the process with a non-zero s
 """
 
 import dataclasses
+import gc
 import logging
 import os
 import signal
@@ -127,3 +129,14 @@ class Outages:
     def _give_up(self, service: str, message: str) -> None:
         LOG.error("Giving up on %s: %s", service, message)
         self.lifecycle.stop(f"gave up on {service}: {message}", exit_status=OUTAGE_EXIT_STATUS)
+
+
+def settle_heap() -> int:
+    """Once start-up is over: collect its garbage, then move everything still alive out
+    of the garbage collector's reach (gc.freeze). A full collection then walks only what
+    the process allocated since, instead of stopping every thread for ~100 ms over the
+    libraries imported at start (a /v1/continue answer's tail latency). Returns the
+    number of objects frozen."""
+    gc.collect()
+    gc.freeze()
+    return gc.get_freeze_count()

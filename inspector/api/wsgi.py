@@ -12,6 +12,7 @@ import threading
 from inspector import conf as config
 from inspector.api import app as app_factory
 from inspector.api.logs import setup_logging
+from inspector.lifecycle import settle_heap
 
 LOG = logging.getLogger(__name__)
 
@@ -44,6 +45,7 @@ class LazyApplication:
                 conf = config.load(config_args(env), default_config_files=[])
                 setup_logging(conf.debug, conf.log_file)
                 self._app = app_factory.create_app(conf)
+                settle_heap()
         return self._app
 
     def __call__(self, environ, start_response):

@@ -11,7 +11,7 @@ from inspector.api import server
 from inspector.api.logs import setup_logging
 from inspector.cmd import wiring
 from inspector.errors import ConfigError
-from inspector.lifecycle import Lifecycle
+from inspector.lifecycle import Lifecycle, settle_heap
 from inspector.store import schema
 
 LOG = logging.getLogger(__name__)
@@ -62,6 +62,7 @@ def _require_schema(conf: cfg.ConfigOpts) -> None:
 
 def _serve(conf: cfg.ConfigOpts, lifecycle: Lifecycle, **services) -> None:
     app = app_factory.create_app(conf, **services)
+    settle_heap()
     http = server.Server(app, conf.listen_address, conf.listen_port, threads=conf.api.threads)
     http.serve_until(lifecycle)
 
@@ -90,6 +91,7 @@ def run_worker(_args, argv) -> int:
     lifecycle = Lifecycle()
     lifecycle.install_signal_handlers()
     with wiring.running_pool(conf, lifecycle) as pool:
+        settle_heap()
         lifecycle.shutdown.wait()
         _stop_pool(pool, conf)
     LOG.info("Stopped (%s)", lifecycle.reason)
