@@ -156,6 +156,15 @@ def wait_states(store, nodes, state):
             time.sleep(0.05)  # polling the store with a deadline
 
 
+def wait_started(logs, workers, timeout=120.0):
+    """Until every worker process logged that its pool started."""
+    deadline = time.monotonic() + timeout
+    while not all("Worker pool of" in log.read_text() for log in logs):
+        if time.monotonic() > deadline or any(w.poll() is not None for w in workers):
+            raise SystemExit(f"worker processes did not start; see {logs}")
+        time.sleep(0.1)  # polling with a deadline
+
+
 def transitions(admin_url, queue_url, redis_url, processes, pool_size, nodes_count):
     """Transitions per second: each node goes inspect -> wait -> continue -> finish."""
     queue_name = f"bench-{uuid.uuid4().hex[:8]}"
@@ -163,22 +172,26 @@ def transitions(admin_url, queue_url, redis_url, processes, pool_size, nodes_cou
         config = write_config(tmp, database_url, queue_url, queue_name, redis_url, pool_size)
         store = Store.from_url(database_url)
         queue = WorkQueue(queue_url, queue_name)
+        logs = [pathlib.Path(tmp) / f"worker-{index}.log" for index in range(processes)]
         workers = [
             subprocess.Popen(
                 [sys.executable, "-m", "inspector.cmd", "worker", "--config-file", str(config)],
                 cwd=ROOT,
                 env={**os.environ, "INSPECTOR_FAULTS": "skip_tasks"},
                 stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
+                stderr=log.open("w"),
             )
-            for _ in range(processes)
+            for log in logs
         ]
         try:
             nodes = [str(uuid.uuid4()) for _ in range(nodes_count)]
-            # Warm-up: the workers are connected once one node went through.
-            warm = str(uuid.uuid4())
-            queue.put(Request(node_uuid=warm, event="inspect"))
-            wait_states(store, [warm], "waiting")
+            # Warm-up: every process started (not one still importing while the others
+            # are measured), then enough nodes through for every thread to connect.
+            wait_started(logs, workers)
+            warm = [str(uuid.uuid4()) for _ in range(2 * processes * pool_size)]
+            for node in warm:
+                queue.put(Request(node_uuid=node, event="inspect"))
+            wait_states(store, warm, "waiting")
             started = time.perf_counter()
             for node in nodes:
                 queue.put(Request(node_uuid=node, event="inspect"))
