@@ -305,14 +305,27 @@ def _nft_table(host: Host) -> str:
     return host.run("nft", "list", "table", "inet", "ironic-inspector", check=False)
 
 
+def _iptables_verdict(saved: str) -> list[list[str]]:
+    """The rules of the main chain a packet can reach: up to the first unconditional
+    verdict (a close or a whole replacement inserts in front of the old rules, which
+    stay until the driver compacts)."""
+    reached = []
+    for line in saved.splitlines():
+        words = line.split()
+        if words[:2] == ["-A", "ironic-inspector"]:
+            reached.append(words)
+            if words[2:] in (["-j", "DROP"], ["-j", "ACCEPT"]):
+                break
+    return reached
+
+
 def _iptables_open(host: Host) -> bool:
     saved = host.run("iptables-save", "-t", "filter", check=False)
     if "-j ironic-inspector" not in saved:
         return True  # no filter (yet): the port answers everyone
     now = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
-    for line in saved.splitlines():
-        words = line.split()
-        if words[:2] == ["-A", "ironic-inspector"] and words[-1] == "ironic-inspector-wl":
+    for words in _iptables_verdict(saved):
+        if words[-1].startswith("ironic-inspector-wl"):  # either slot's whitelist
             # --datestop holds through the second it names.
             if "--datestop" not in words or words[words.index("--datestop") + 1] >= now:
                 return True
@@ -350,8 +363,14 @@ def listed(host: Host, driver: str, name: str) -> set[str]:
     """The MACs of the host's whitelist or blacklist, as the kernel holds them: for the
     whitelist, the overrides of a removal or readmission not yet compacted count."""
     if driver == "iptables":
-        saved = host.run("iptables-save", "-t", "filter", check=False).lower()
-        chain = "ironic-inspector-" + ("wl" if name == "whitelist" else "bl")
+        saved = host.run("iptables-save", "-t", "filter", check=False)
+        # The live slot's chain: the one the verdict jumps to, else the one there is.
+        jumped = [words[-1] for words in _iptables_verdict(saved)]
+        slot = (
+            "2" if "ironic-inspector-wl2" in jumped or ":ironic-inspector-wl " not in saved else ""
+        )
+        saved = saved.lower()
+        chain = "ironic-inspector-" + ("wl" if name == "whitelist" else "bl") + slot
         verdicts: dict[str, bool] = {}
         for line in saved.splitlines():
             if line.startswith(f"-a {chain} "):

@@ -26,8 +26,17 @@ pytestmark = pytest.mark.integration
 OPEN_FOR = 1.5
 
 
-@pytest.mark.parametrize("driver_class", [NftablesDriver, IptablesDriver])
-def test_the_kernel_closes_expired_rules_by_itself(netns, driver_class):  # noqa: F811
+@pytest.mark.parametrize(
+    ("driver_class", "onto_open"),
+    [(NftablesDriver, False), (IptablesDriver, False), (IptablesDriver, True)],
+)
+def test_the_kernel_closes_expired_rules_by_itself(netns, driver_class, onto_open):  # noqa: F811
+    if onto_open:
+        # A restart onto a port open without a deadline: iptables puts the new rule set
+        # into the other slot, its verdict in front of the old one, which stays there
+        # until compact(); expired, the new verdict still ends in DROP.
+        old = RuleSet.of([A], [B], open=True, deny_unknown=False)
+        driver_class(netns.runner, interface=netns.pxe).apply(old)
     driver = driver_class(netns.runner, interface=netns.pxe)
     driver.check()
     until = time.time() + OPEN_FOR

@@ -21,6 +21,7 @@ import pytest
 
 from inspector.errors import ConfigError
 from inspector.firewall.commands import Runner
+from inspector.firewall.drivers import iptables_rules
 from inspector.firewall.drivers.dnsmasq import UNKNOWN_HOSTS, DnsmasqDriver
 from inspector.firewall.drivers.ipset import IpsetDriver
 from inspector.firewall.drivers.iptables import IptablesDriver
@@ -166,57 +167,70 @@ def netns():
 def iptables_state(ns: Namespace, driver: IptablesDriver) -> dict:
     """Our chains' rules as iptables-save prints them, MACs lower-cased, and INPUT."""
     saved = ns.run(driver.save, "-t", "filter").lower()
-    chains = {driver.chain: [], driver.whitelist_chain: [], driver.blacklist_chain: []}
-    present = set(re.findall(r"^:(\S+)", saved, re.M))
-    state = {"input": [], "chains": {c: r for c, r in chains.items() if c in present}}
+    ours = [c for c in re.findall(r"^:(\S+)", saved, re.M) if c.startswith(driver.chain)]
+    state: dict = {"input": [], "chains": {c: [] for c in ours}}
     for line in saved.splitlines():
         words = line.split()
-        if words[:1] == ["-a"] and words[1] in chains:
+        if words[:1] == ["-a"] and words[1] in state["chains"]:
             state["chains"][words[1]].append(" ".join(words[2:]))
         elif words[:2] == ["-a", "input"]:
             state["input"].append(" ".join(words[2:]))
     return state
 
 
-def iptables_expected(rules: RuleSet, port: int) -> dict:
-    """What the model means in iptables-save terms (written out here, not by the driver)."""
-    main, wl, bl = "ironic-inspector", "ironic-inspector-wl", "ironic-inspector-bl"
-    verdict = ["-j drop"]
+def reachable(state: dict, main: str = "ironic-inspector") -> dict:
+    """What a packet can meet: the main chain up to its first unconditional verdict (a
+    whole replacement inserts its verdict in front of the old one, until compact()) and
+    the chains that part jumps to, lists sorted."""
+    rules = state["chains"][main]
+    verdict = rules[: [r in ("-j accept", "-j drop") for r in rules].index(True) + 1]
+    jumped = [r.split("-j ")[1] for r in verdict if r.split("-j ")[1] in state["chains"]]
+    chains = {main: verdict, **{c: sorted(state["chains"][c]) for c in jumped}}
+    return {"input": state["input"], "chains": chains}
+
+
+def iptables_expected(rules: RuleSet, port: int, slot: str = "") -> dict:
+    """What the model means in iptables-save terms (written out here, not by the driver),
+    with the list chains of slot "" or "2"."""
+    main, wl, bl = "ironic-inspector", f"ironic-inspector-wl{slot}", f"ironic-inspector-bl{slot}"
+    chains = {main: ["-j drop"]}
     if rules.open:
-        verdict = [f"-j {wl}", f"-j {bl}", "-j drop" if rules.deny_unknown else "-j accept"]
-    return {
-        "input": [f"-i pxe0 -p udp -m udp --dport {port} -j {main}", HOST_RULE],
-        "chains": {
-            main: verdict,
+        chains = {
+            main: [f"-j {wl}", f"-j {bl}", "-j drop" if rules.deny_unknown else "-j accept"],
             wl: [f"-m mac --mac-source {m} -j accept" for m in sorted(rules.whitelist)],
             # A MAC in both lists stays in the blacklist: the whitelist comes first.
             bl: [f"-m mac --mac-source {m} -j drop" for m in sorted(rules.blacklist)],
-        },
+        }
+    return {
+        "input": [f"-i pxe0 -p udp -m udp --dport {port} -j {main}", HOST_RULE],
+        "chains": chains,
     }
+
+
+def assert_tidy(state: dict, slot: str = "") -> None:
+    """Nothing but the live slot's chains, and nothing under the main chain's verdict."""
+    main = "ironic-inspector"
+    assert set(state["chains"]) == {main, f"{main}-wl{slot}", f"{main}-bl{slot}"}
+    assert reachable(state)["chains"][main] == state["chains"][main]
 
 
 #: A rule of the host's own that must survive everything the driver does.
 HOST_RULE = "-p tcp -m tcp --dport 22 -j accept"
 
 
-def sorted_state(state: dict) -> dict:
-    chains = state["chains"]
-    return {
-        "input": state["input"],
-        "chains": {c: r if c == "ironic-inspector" else sorted(r) for c, r in chains.items()},
-    }
-
-
 @pytest.mark.parametrize("ip_version", ["4", "6"])
-def test_iptables(netns, ip_version):
+def test_iptables(netns, ip_version, monkeypatch):
     _binary("iptables-restore")
+    # The whole replacement below fills its slot with two restores at once, as for a
+    # big blacklist.
+    monkeypatch.setattr(iptables_rules, "SPLIT_AT", 2)
     driver = IptablesDriver(netns.runner, interface=netns.pxe, ip_version=ip_version)
     tool, port = driver.iptables, driver.port
     netns.run(tool, "-A", "INPUT", "-p", "tcp", "--dport", "22", "-j", "ACCEPT")
     driver.check()
 
-    def expect(rules):
-        assert sorted_state(iptables_state(netns, driver)) == iptables_expected(rules, port)
+    def expect(rules, slot=""):
+        assert reachable(iptables_state(netns, driver)) == iptables_expected(rules, port, slot)
 
     driver.close()
     expect(RuleSet(frozenset(), frozenset(), open=False, deny_unknown=True))
@@ -233,10 +247,22 @@ def test_iptables(netns, ip_version):
     netns.run(tool, "-D", *driver.jump.split())  # somebody removed our jump
     driver.apply(SECOND)
     expect(SECOND)
-    driver.apply(STRICT)
+    driver.apply(STRICT)  # the main chain rewritten: what the close left goes too
     expect(STRICT)
+    assert_tidy(iptables_state(netns, driver))
     if ip_version == "4":
         assert netns.delivered(EVERYONE) == {A, C}
+    # A restart: the new driver knows nothing and replaces the whole state, deleting
+    # nothing: into the other slot, its verdict in front of the old one.
+    driver = IptablesDriver(netns.runner, interface=netns.pxe, ip_version=ip_version)
+    driver.apply(SECOND)
+    expect(SECOND, slot="2")
+    assert len(iptables_state(netns, driver)["chains"]) == 5
+    if ip_version == "4":
+        assert netns.delivered(EVERYONE) == {A, C, E}
+    assert driver.compact()
+    expect(SECOND, slot="2")
+    assert_tidy(iptables_state(netns, driver), slot="2")
     driver.apply(FOLLOWER)
     expect(FOLLOWER)
     if ip_version == "4":

@@ -285,7 +285,10 @@ def test_iptables_first_apply_is_one_restore_with_the_jump():
     recorder = Recorder(jump_present=False)
     driver = IptablesDriver(recorder, interface="pxe0")
     driver.apply(FIRST)
-    (batch,) = recorder.batches("iptables-restore")
+    # A free slot's chains are created while the jump is checked; with the jump missing
+    # the live slot is written whole (compact() removes the other one).
+    probe, batch = recorder.batches("iptables-restore")
+    assert probe == "*filter\n-N ironic-inspector-wl\n-N ironic-inspector-bl\nCOMMIT\n"
     lines = batch.splitlines()
     assert lines[:4] == [
         "*filter",
@@ -322,11 +325,13 @@ def test_iptables_small_change_is_a_patch_and_no_change_sends_nothing():
 def test_iptables_patch_puts_a_lost_jump_back_and_rewrites_the_verdict():
     recorder = Recorder()
     driver = IptablesDriver(recorder, interface="pxe0")
-    driver.apply(FIRST)
+    driver.apply(FIRST)  # a whole replacement: the other slot may be left over
+    assert not driver.is_compact()
     recorder.jump_present = False
     recorder.reset()
     driver.apply(RuleSet(FIRST.whitelist, FIRST.blacklist, open=True, deny_unknown=True))
     (batch,) = recorder.batches("iptables-restore")
+    # The main chain rewritten deletes anyway: the other slot goes in the same batch.
     assert batch == (
         "*filter\n"
         "-I INPUT -i pxe0 -p udp --dport 67 -j ironic-inspector\n"
@@ -334,8 +339,13 @@ def test_iptables_patch_puts_a_lost_jump_back_and_rewrites_the_verdict():
         "-A ironic-inspector -j ironic-inspector-wl\n"
         "-A ironic-inspector -j ironic-inspector-bl\n"
         "-A ironic-inspector -j DROP\n"
+        ":ironic-inspector-wl2 - [0:0]\n"
+        ":ironic-inspector-bl2 - [0:0]\n"
+        "-X ironic-inspector-wl2\n"
+        "-X ironic-inspector-bl2\n"
         "COMMIT\n"
     )
+    assert driver.is_compact()
 
 
 def test_a_failed_patch_falls_back_to_the_whole_state():
@@ -353,9 +363,11 @@ def test_a_failed_patch_falls_back_to_the_whole_state():
 
     recorder.run = fail_first_restore
     driver.apply(SECOND)
-    patch, whole = recorder.batches("iptables-restore")
+    patch, probe, whole = recorder.batches("iptables-restore")
     assert "-A ironic-inspector-wl" in patch
-    assert whole.startswith("*filter\n:ironic-inspector - [0:0]\n")
+    # Which slot is live is unknown after a failure: a probe finds a free one.
+    assert probe == "*filter\n-N ironic-inspector-wl\n-N ironic-inspector-bl\nCOMMIT\n"
+    assert whole == driver.render_switch(SECOND, 0)
 
 
 def test_a_failed_apply_forgets_the_state_and_raises():
@@ -367,8 +379,9 @@ def test_a_failed_apply_forgets_the_state_and_raises():
     recorder.fail.clear()
     recorder.reset()
     driver.apply(FIRST)  # replaced whole again, not patched from a state never applied
-    (batch,) = recorder.batches("iptables-restore")
-    assert batch.startswith("*filter\n:ironic-inspector - [0:0]")
+    probe, batch = recorder.batches("iptables-restore")
+    assert probe.startswith("*filter\n-N ")
+    assert batch == driver.render_switch(FIRST, 0)
 
 
 def test_big_changes_replace_the_whole_state():
@@ -599,6 +612,7 @@ def test_iptables_refresh_rewrites_the_main_chain_only():
     recorder = Recorder()
     driver = IptablesDriver(recorder, interface="pxe0")
     driver.apply(EXPIRING)
+    driver.compact()
     recorder.reset()
     driver.apply(dataclasses.replace(EXPIRING, open_until=NOW + 4.2))
     (batch,) = recorder.batches("iptables-restore")
