@@ -4,7 +4,8 @@ Owns the retry policy: connection failures, 5xx and 409 NodeLocked are retried
 [ironic] max_retries times, [ironic] retry_interval apart (NodeLocked first after
 0.1 s, doubling up to retry_interval), waiting on the shutdown event.
 Each method makes one request per attempt (listings one per page), and nothing waits
-for Ironic to reach a state.
+for Ironic to reach a state. Requests go through the baremetal proxy's keystoneauth
+adapter as plain REST (inspector.ironic.rest), never through openstacksdk's resources.
 """
 
 import logging
@@ -12,13 +13,12 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from openstack import exceptions as sdk_exceptions
 from oslo_config import cfg
 
 from inspector.conf.ironic import GROUP
 from inspector.errors import ServiceUnavailable
-from inspector.ironic import failures
-from inspector.ironic.connection import API_VERSION, connect
+from inspector.ironic import failures, rest
+from inspector.ironic.connection import connect
 from inspector.ironic.model import IronicNode, IronicPort
 
 LOG = logging.getLogger(__name__)
@@ -59,7 +59,8 @@ class Ironic:
 
     def get_node(self, ident: str) -> IronicNode:
         """The node by UUID or name; NotFound when Ironic has none."""
-        return _node(self._call(f"get node {ident}", lambda bm: bm.get_node(ident)))
+        node = self._call(f"get node {ident}", lambda bm: rest.send(bm.get, rest.node(ident)))
+        return IronicNode.from_ironic(node)
 
     def iter_nodes(
         self, *, page_size: int = DEFAULT_PAGE_SIZE, fields: Sequence[str] | None = None
@@ -75,51 +76,50 @@ class Ironic:
 
     def create_node(self, *, driver: str, **fields: Any) -> IronicNode:
         """A new node (enroll state), fields named as Ironic's API names them."""
-        node = self._call("create a node", lambda bm: bm.create_node(driver=driver, **fields))
-        return _node(node)
+        body = {"driver": driver, **fields}
+        node = self._call("create a node", lambda bm: rest.send(bm.post, "/nodes", body))
+        return IronicNode.from_ironic(node)
 
     def patch_node(
         self, node_uuid: str, patch: list[dict], *, reset_interfaces: bool = False
     ) -> IronicNode:
         """One JSON-patch PATCH of the node; the node as Ironic saved it. reset_interfaces
         resets the hardware interfaces to the new driver's defaults (a driver change)."""
+        params = {"reset_interfaces": "true"} if reset_interfaces else None
         node = self._call(
             f"patch node {node_uuid}",
-            lambda bm: bm.patch_node(
-                node_uuid,
-                patch,
-                reset_interfaces=reset_interfaces or None,
-                retry_on_conflict=False,
-            ),
+            lambda bm: rest.send(bm.patch, rest.node(node_uuid), patch, params=params),
         )
-        return _node(node)
+        return IronicNode.from_ironic(node)
 
     def add_trait(self, node_uuid: str, trait: str) -> None:
         self._call(
             f"add trait {trait} to node {node_uuid}",
-            lambda bm: bm.add_node_trait(node_uuid, trait),
+            lambda bm: rest.send(bm.put, rest.node(node_uuid, "traits", trait)),
         )
 
     def remove_trait(self, node_uuid: str, trait: str) -> None:
-        """Remove the trait; a node without it is fine."""
+        """Remove the trait; a node without it is fine (a node Ironic has not is NotFound)."""
         self._call(
             f"remove trait {trait} from node {node_uuid}",
-            lambda bm: bm.remove_node_trait(node_uuid, trait, ignore_missing=True),
+            lambda bm: rest.remove_trait(bm, node_uuid, trait),
         )
 
     def set_boot_device(
         self, node_uuid: str, device: str = "pxe", persistent: bool = False
     ) -> None:
+        body = {"boot_device": device, "persistent": persistent}
         self._call(
             f"set the boot device of node {node_uuid}",
-            lambda bm: bm.set_node_boot_device(node_uuid, device, persistent=persistent),
+            lambda bm: rest.send(bm.put, rest.node(node_uuid, "management", "boot_device"), body),
         )
 
     def set_power_state(self, node_uuid: str, target: str) -> None:
         """Ask for "power on", "power off" or "rebooting"; returns once Ironic accepted it."""
+        body = {"target": target}
         self._call(
             f"set the power of node {node_uuid} to {target}",
-            lambda bm: bm.set_node_power_state(node_uuid, target, wait=False),
+            lambda bm: rest.send(bm.put, rest.node(node_uuid, "states", "power"), body),
         )
 
     # ------------------------------------------------------------ ports
@@ -158,22 +158,24 @@ class Ironic:
             fields["local_link_connection"] = local_link_connection
         if physical_network:
             fields["physical_network"] = physical_network
+        body = {"node_uuid": node_uuid, "address": address, **fields}
         port = self._call(
             f"create port {address} for node {node_uuid}",
-            lambda bm: bm.create_port(node_uuid=node_uuid, address=address, **fields),
+            lambda bm: rest.send(bm.post, "/ports", body),
         )
-        return _port(port)
+        return IronicPort.from_ironic(port)
 
     def update_port(self, port_uuid: str, patch: list[dict]) -> IronicPort:
         """One JSON-patch PATCH of the port."""
-        return _port(
-            self._call(f"patch port {port_uuid}", lambda bm: bm.patch_port(port_uuid, patch))
+        port = self._call(
+            f"patch port {port_uuid}", lambda bm: rest.send(bm.patch, rest.port(port_uuid), patch)
         )
+        return IronicPort.from_ironic(port)
 
     def delete_port(self, port_uuid: str) -> None:
         """NotFound when the port is already gone."""
         self._call(
-            f"delete port {port_uuid}", lambda bm: bm.delete_port(port_uuid, ignore_missing=False)
+            f"delete port {port_uuid}", lambda bm: rest.send(bm.delete, rest.port(port_uuid))
         )
 
     # ------------------------------------------------------------ machinery
@@ -229,46 +231,11 @@ class Ironic:
             query = {**params, "limit": page_size}
             if marker is not None:
                 query["marker"] = marker
-            body = self._call(f"list {kind}", lambda bm, query=query: _get_page(bm, path, query))
+            body = self._call(
+                f"list {kind}", lambda bm, query=query: rest.send(bm.get, path, params=query)
+            )
             items = body.get(kind) or []
             yield from items
             if not items or not body.get("next"):
                 return
             marker = items[-1]["uuid"]
-
-
-def _get_page(proxy: Any, path: str, query: dict[str, Any]) -> dict:
-    response = proxy.get(
-        path, params=query, microversion=API_VERSION, headers={"Accept": "application/json"}
-    )
-    sdk_exceptions.raise_from_response(response)
-    return response.json()
-
-
-def _node(resource: Any) -> IronicNode:
-    """From openstacksdk's Node, whose attribute names are not Ironic's."""
-    return IronicNode(
-        uuid=resource.id,
-        name=resource.name,
-        provision_state=resource.provision_state,
-        power_state=resource.power_state,
-        driver=resource.driver,
-        driver_info=dict(resource.driver_info or {}),
-        properties=dict(resource.properties or {}),
-        extra=dict(resource.extra or {}),
-        maintenance=bool(resource.is_maintenance),
-        inspect_interface=resource.inspect_interface,
-    )
-
-
-def _port(resource: Any) -> IronicPort:
-    """From openstacksdk's Port."""
-    return IronicPort(
-        uuid=resource.id,
-        node_uuid=resource.node_id,
-        address=resource.address,
-        pxe_enabled=True if resource.is_pxe_enabled is None else bool(resource.is_pxe_enabled),
-        extra=dict(resource.extra or {}),
-        local_link_connection=dict(resource.local_link_connection or {}),
-        physical_network=resource.physical_network,
-    )

@@ -130,19 +130,23 @@ def test_iter_nodes_with_fields(recorded, ironic_api):
     assert recorder.to("GET", "/v1/nodes")[0]["fields"] == "uuid,name"
 
 
-def test_set_boot_device(ironic, ironic_api):
+def test_set_boot_device(recorded, ironic_api):
+    ironic, recorder = recorded
     node = ironic_api.enroll(macs=0)
     ironic.set_boot_device(node["uuid"], "pxe", persistent=True)
     current = ironic_api.request("GET", f"/nodes/{node['uuid']}/management/boot_device")
     assert current["boot_device"] == "pxe"
+    assert len(recorder.to("PUT", f"/v1/nodes/{node['uuid']}/management/boot_device")) == 1
     # Fake hardware supports only pxe: Ironic's driver answered, with its own message.
     with pytest.raises(BadRequest, match="Invalid boot device disk"):
         ironic.set_boot_device(node["uuid"], "disk")
 
 
-def test_set_power_state(ironic, ironic_api):
+def test_set_power_state(recorded, ironic_api):
+    ironic, recorder = recorded
     node = ironic_api.enroll(macs=0)
     ironic.set_power_state(node["uuid"], "power on")
+    assert len(recorder.to("PUT", f"/v1/nodes/{node['uuid']}/states/power")) == 1
     ironic_api.wait_for(node["uuid"], lambda n: n["power_state"] == "power on")
     ironic.set_power_state(node["uuid"], "power off")
     ironic_api.wait_for(node["uuid"], lambda n: n["power_state"] == "power off")
@@ -175,6 +179,33 @@ def test_patch_node_is_one_patch(recorded, ironic_api):
     assert ironic.calls - before == 1
     with pytest.raises(BadRequest, match="Cannot patch /nonexistent"):
         ironic.patch_node(node["uuid"], [{"op": "add", "path": "/nonexistent", "value": 1}])
+
+
+def test_patch_node_resetting_interfaces(recorded, ironic_api):
+    ironic, recorder = recorded
+    node = ironic_api.enroll(macs=0)
+    path = f"/v1/nodes/{node['uuid']}"
+    change = [{"op": "replace", "path": "/driver", "value": "fake-hardware"}]
+    assert ironic.patch_node(node["uuid"], change, reset_interfaces=True).driver == "fake-hardware"
+    assert recorder.to("PATCH", path) == [{"reset_interfaces": "true"}]
+    ironic.patch_node(node["uuid"], change)
+    assert recorder.to("PATCH", path)[1] == {}
+
+
+def test_traits(ironic, ironic_api):
+    node = ironic_api.enroll(macs=0, manage=False)
+    traits = f"/nodes/{node['uuid']}/traits"
+    ironic.add_trait(node["uuid"], "CUSTOM_GPU")
+    ironic.add_trait(node["uuid"], "CUSTOM_FPGA")
+    assert sorted(ironic_api.request("GET", traits)["traits"]) == ["CUSTOM_FPGA", "CUSTOM_GPU"]
+    ironic.remove_trait(node["uuid"], "CUSTOM_GPU")
+    assert ironic_api.request("GET", traits)["traits"] == ["CUSTOM_FPGA"]
+    # Ironic answers 404 for a trait the node has not: that is fine; no node is not.
+    ironic.remove_trait(node["uuid"], "CUSTOM_GPU")
+    with pytest.raises(NotFound, match="could not be found"):
+        ironic.remove_trait("no-such-node", "CUSTOM_GPU")
+    with pytest.raises(BadRequest, match="trait"):
+        ironic.add_trait(node["uuid"], "not-a-trait")
 
 
 def test_create_update_delete_port(ironic, ironic_api):

@@ -9,8 +9,6 @@ import pytest
 import requests
 from keystoneauth1 import exceptions as ks_exceptions
 from openstack import exceptions as sdk_exceptions
-from openstack.baremetal.v1 import node as sdk_node
-from openstack.baremetal.v1 import port as sdk_port
 
 from inspector.errors import (
     BadRequest,
@@ -39,7 +37,8 @@ class RecordingEvent(threading.Event):
 
 
 class FakeBaremetal:
-    """openstacksdk's baremetal proxy, answering from a script of results and exceptions."""
+    """The baremetal proxy's adapter methods (get, put...), answering from a script of
+    requests.Response objects and exceptions, as keystoneauth does with raise_exc off."""
 
     def __init__(self, *outcomes: Any) -> None:
         self.outcomes = list(outcomes)
@@ -63,33 +62,37 @@ class FakeConnection:
         self.baremetal = FakeBaremetal(*outcomes)
 
 
-def response(status: int, body: dict) -> requests.Response:
-    """A requests.Response as keystoneauth hands it over."""
+def response(status: int, body: Any = None) -> requests.Response:
+    """A requests.Response as keystoneauth hands it over (no body when body is None)."""
     result = requests.Response()
     result.status_code = status
-    result.headers["content-type"] = "application/json"
-    result._content = json.dumps(body).encode()
+    if body is None:
+        result._content = b""
+    else:
+        result.headers["content-type"] = "application/json"
+        result._content = json.dumps(body).encode()
     return result
 
 
-def ironic_error(status: int, message: str) -> requests.Response:
+def ironic_error(status: int, message: str = "Oops") -> requests.Response:
     """An error as Ironic sends it: the message JSON-encoded inside error_message."""
     return response(status, {"error_message": json.dumps({"faultstring": message})})
 
 
-def http_error(status: int, message: str = "Oops") -> sdk_exceptions.HttpException:
-    """The exception openstacksdk raises for that answer of Ironic."""
-    try:
-        sdk_exceptions.raise_from_response(ironic_error(status, message))
-    except sdk_exceptions.HttpException as exc:
-        return exc
-    raise AssertionError(f"no exception for HTTP {status}")
-
-
-def a_node(**fields: Any) -> sdk_node.Node:
+def a_node(**fields: Any) -> requests.Response:
+    """Ironic's 200 answer with a node, as GET and PATCH /v1/nodes/{ident} send it."""
     values = {"uuid": NODE, "name": "node-1", "provision_state": "manageable"}
     values.update(driver="fake-hardware", power_state="power off", maintenance=False)
-    return sdk_node.Node(**{**values, **fields})
+    return response(200, {**values, **fields})
+
+
+#: What every request sends besides its path, body and query.
+SENT = {"microversion": API_VERSION, "headers": {"Accept": "application/json"}}
+
+
+def sent(ironic: Ironic) -> list[tuple[str, tuple, dict]]:
+    """(adapter method, positional arguments, keyword arguments) of every request."""
+    return ironic._connection.baremetal.requests
 
 
 @pytest.fixture
@@ -114,8 +117,8 @@ def client(conf, shutdown, *outcomes: Any) -> Ironic:
 @pytest.mark.parametrize(
     "failure",
     [
-        http_error(503, "No free conductor workers"),
-        http_error(500, "Internal Server Error"),
+        ironic_error(503, "No free conductor workers"),
+        ironic_error(500, "Internal Server Error"),
         ks_exceptions.ConnectFailure("Connection refused"),
         ks_exceptions.ConnectTimeout("timed out"),
         ks_exceptions.DiscoveryFailure("Unable to find a version discovery document"),
@@ -129,25 +132,27 @@ def test_retries_then_succeeds(conf, shutdown, failure):
     assert node.provision_state == "manageable"
     assert shutdown.waits == [2.5, 2.5]
     assert ironic.calls == 3
+    assert sent(ironic) == [("get", (f"/nodes/{NODE}",), SENT)] * 3
 
 
 def test_node_locked_retries_start_short_and_double_up_to_the_interval(conf, shutdown):
     conf.set_override("max_retries", 8, group="ironic")
-    locked = http_error(409, LOCKED)
+    locked = ironic_error(409, LOCKED)
     ironic = client(conf, shutdown, *[locked] * 7, a_node())
     assert ironic.get_node(NODE).uuid == NODE
     assert shutdown.waits == [0.1, 0.2, 0.4, 0.8, 1.6, 2.5, 2.5]
     assert ironic.calls == 8
+    assert len(sent(ironic)) == 8
 
 
 def test_another_failure_after_node_locked_waits_the_full_interval(conf, shutdown):
-    ironic = client(conf, shutdown, http_error(409, LOCKED), http_error(503, "busy"), a_node())
+    ironic = client(conf, shutdown, ironic_error(409, LOCKED), ironic_error(503, "busy"), a_node())
     assert ironic.get_node(NODE).uuid == NODE
     assert shutdown.waits == [0.1, 2.5]
 
 
 def test_exhausted_retries_are_service_unavailable(conf, shutdown):
-    failures = [http_error(503, "No free conductor workers")] * 4
+    failures = [ironic_error(503, "No free conductor workers")] * 4
     ironic = client(conf, shutdown, *failures)
     with pytest.raises(ServiceUnavailable, match="Ironic") as caught:
         ironic.set_power_state(NODE, "power on")
@@ -182,7 +187,7 @@ def test_shutdown_during_the_wait_stops_retrying(conf):
             return super().wait(timeout)
 
     shutdown = SetWhileWaiting()
-    ironic = client(conf, shutdown, http_error(503), http_error(503), a_node())
+    ironic = client(conf, shutdown, ironic_error(503), ironic_error(503), a_node())
     with pytest.raises(ServiceUnavailable, match="shutdown"):
         ironic.get_node(NODE)
     assert ironic.calls == 1
@@ -192,23 +197,23 @@ def test_shutdown_during_the_wait_stops_retrying(conf):
 
 
 def test_not_found(conf, shutdown):
-    ironic = client(conf, shutdown, http_error(404, "Node nope could not be found."))
+    ironic = client(conf, shutdown, ironic_error(404, "Node nope could not be found."))
     with pytest.raises(NotFound, match="Node nope could not be found") as caught:
         ironic.get_node("nope")
     assert caught.value.http_status == 404
+    assert isinstance(caught.value.__cause__, sdk_exceptions.NotFoundException)
     assert shutdown.waits == []
 
 
 def test_missing_port_is_not_found(conf, shutdown):
-    ironic = client(conf, shutdown, sdk_exceptions.NotFoundException("No Port found for p"))
-    with pytest.raises(NotFound):
+    ironic = client(conf, shutdown, ironic_error(404, "Port p could not be found."))
+    with pytest.raises(NotFound, match="Port p could not be found"):
         ironic.delete_port("p")
-    name, args, kwargs = ironic._connection.baremetal.requests[0]
-    assert (name, args, kwargs) == ("delete_port", ("p",), {"ignore_missing": False})
+    assert sent(ironic) == [("delete", ("/ports/p",), SENT)]
 
 
 def test_refused_request_carries_ironics_message(conf, shutdown):
-    ironic = client(conf, shutdown, http_error(400, "Cannot patch /nonexist."))
+    ironic = client(conf, shutdown, ironic_error(400, "Cannot patch /nonexist."))
     with pytest.raises(BadRequest, match="Cannot patch /nonexist") as caught:
         ironic.patch_node(NODE, [{"op": "add", "path": "/nonexist", "value": 1}])
     assert caught.value.http_status == 400
@@ -217,11 +222,12 @@ def test_refused_request_carries_ironics_message(conf, shutdown):
 
 
 def test_other_conflicts_are_not_retried(conf, shutdown):
-    taken = http_error(409, "A port with MAC address 52:54:00:00:00:01 already exists.")
+    taken = ironic_error(409, "A port with MAC address 52:54:00:00:00:01 already exists.")
     ironic = client(conf, shutdown, taken)
     with pytest.raises(Conflict, match="already exists"):
         ironic.create_port(NODE, "52:54:00:00:00:01")
     assert shutdown.waits == []
+    assert ironic.calls == 1
 
 
 def test_refused_credentials_are_ours(conf, shutdown):
@@ -232,18 +238,128 @@ def test_refused_credentials_are_ours(conf, shutdown):
     assert caught.value.http_status == 500
 
 
+@pytest.mark.parametrize("status", [401, 403])
+def test_refused_credentials_answered_by_ironic_are_ours(conf, shutdown, status):
+    ironic = client(conf, shutdown, ironic_error(status, "Forbidden"))
+    with pytest.raises(InspectorError, match="credentials") as caught:
+        ironic.set_power_state(NODE, "power on")
+    assert type(caught.value) is InspectorError
+    assert shutdown.waits == []
+
+
 def test_no_library_exception_leaves(conf, shutdown):
     ironic = client(conf, shutdown, sdk_exceptions.SDKException("something odd"))
     with pytest.raises(InspectorError, match="something odd"):
         ironic.get_node(NODE)
 
 
+def test_an_answer_that_is_not_json_is_our_error(conf, shutdown):
+    garbled = response(200)
+    garbled._content = b"<html>proxy says hi</html>"
+    ironic = client(conf, shutdown, garbled)
+    with pytest.raises(InspectorError, match="no JSON") as caught:
+        ironic.get_node(NODE)
+    assert type(caught.value) is InspectorError
+    assert shutdown.waits == []
+
+
 # ---------------------------------------------------------------- calls and results
 
 
+def test_get_node_by_uuid_or_quoted_name(conf, shutdown):
+    ironic = client(conf, shutdown, a_node(), a_node(name="rack 1/node"))
+    assert ironic.get_node(NODE).uuid == NODE
+    assert ironic.get_node("rack 1/node").name == "rack 1/node"
+    assert sent(ironic) == [
+        ("get", (f"/nodes/{NODE}",), SENT),
+        ("get", ("/nodes/rack%201%2Fnode",), SENT),
+    ]
+
+
+def test_patch_node_sends_the_patch_and_reset_interfaces_when_asked(conf, shutdown):
+    patch = [{"op": "replace", "path": "/driver", "value": "ipmi"}]
+    ironic = client(conf, shutdown, a_node(), a_node(driver="ipmi"))
+    assert ironic.patch_node(NODE, patch).driver == "fake-hardware"
+    assert ironic.patch_node(NODE, patch, reset_interfaces=True).driver == "ipmi"
+    assert sent(ironic) == [
+        ("patch", (f"/nodes/{NODE}",), {**SENT, "json": patch}),
+        (
+            "patch",
+            (f"/nodes/{NODE}",),
+            {**SENT, "json": patch, "params": {"reset_interfaces": "true"}},
+        ),
+    ]
+
+
+def test_power_and_boot_device_are_one_put_each(conf, shutdown):
+    ironic = client(conf, shutdown, response(202), response(204), response(204))
+    assert ironic.set_power_state(NODE, "power off") is None
+    ironic.set_boot_device(NODE)
+    ironic.set_boot_device(NODE, "disk", persistent=True)
+    assert sent(ironic) == [
+        ("put", (f"/nodes/{NODE}/states/power",), {**SENT, "json": {"target": "power off"}}),
+        (
+            "put",
+            (f"/nodes/{NODE}/management/boot_device",),
+            {**SENT, "json": {"boot_device": "pxe", "persistent": False}},
+        ),
+        (
+            "put",
+            (f"/nodes/{NODE}/management/boot_device",),
+            {**SENT, "json": {"boot_device": "disk", "persistent": True}},
+        ),
+    ]
+    assert ironic.calls == 3
+
+
+def test_traits(conf, shutdown):
+    missing_trait = ironic_error(404, f"Node {NODE} doesn't have a trait 'CUSTOM_B'")
+    ironic = client(conf, shutdown, response(204), response(204), missing_trait)
+    ironic.add_trait(NODE, "CUSTOM_A")
+    ironic.remove_trait(NODE, "CUSTOM_A")
+    ironic.remove_trait(NODE, "CUSTOM_B")  # a node without the trait is fine
+    assert sent(ironic) == [
+        ("put", (f"/nodes/{NODE}/traits/CUSTOM_A",), SENT),
+        ("delete", (f"/nodes/{NODE}/traits/CUSTOM_A",), SENT),
+        ("delete", (f"/nodes/{NODE}/traits/CUSTOM_B",), SENT),
+    ]
+    assert shutdown.waits == []
+
+
+def test_removing_a_trait_of_a_node_ironic_has_not_is_not_found(conf, shutdown):
+    ironic = client(conf, shutdown, ironic_error(404, "Node nope could not be found."))
+    with pytest.raises(NotFound, match="could not be found"):
+        ironic.remove_trait("nope", "CUSTOM_A")
+
+
+def test_trait_removal_retries_a_locked_node(conf, shutdown):
+    ironic = client(conf, shutdown, ironic_error(409, LOCKED), response(204))
+    ironic.remove_trait(NODE, "CUSTOM_A")
+    assert shutdown.waits == [0.1]
+    assert ironic.calls == 2
+
+
+def test_create_node_posts_ironics_field_names(conf, shutdown):
+    created = {"uuid": NODE, "name": "new", "driver": "ipmi", "provision_state": "enroll"}
+    ironic = client(conf, shutdown, response(201, {**created, "driver_info": {"x": "y"}}))
+    node = ironic.create_node(driver="ipmi", uuid=NODE, name="new", driver_info={"x": "y"})
+    assert (node.uuid, node.provision_state, node.driver_info) == (NODE, "enroll", {"x": "y"})
+    body = {"driver": "ipmi", "uuid": NODE, "name": "new", "driver_info": {"x": "y"}}
+    assert sent(ironic) == [("post", ("/nodes",), {**SENT, "json": body})]
+
+
 def test_results_are_our_values(conf, shutdown):
-    port = sdk_port.Port(uuid="p1", node_uuid=NODE, address="52:54:00:00:00:01", extra=None)
-    ironic = client(conf, shutdown, a_node(extra={"a": 1}), port, port, None, None, None)
+    port = {"uuid": "p1", "node_uuid": NODE, "address": "52:54:00:00:00:01", "extra": None}
+    ironic = client(
+        conf,
+        shutdown,
+        a_node(extra={"a": 1}),
+        response(201, port),
+        response(200, port),
+        response(204),
+        response(202),
+        response(204),
+    )
     node = ironic.patch_node(NODE, [{"op": "add", "path": "/extra/a", "value": 1}])
     assert node == IronicNode(
         uuid=NODE,
@@ -270,24 +386,38 @@ def test_results_are_our_values(conf, shutdown):
     ironic.set_boot_device(NODE)
     ironic.set_power_state(NODE, "rebooting")
     ironic.delete_port("p1")
-    requests_made = [(name, args) for name, args, _ in ironic._connection.baremetal.requests]
-    assert requests_made == [
-        ("patch_node", (NODE, [{"op": "add", "path": "/extra/a", "value": 1}])),
-        ("create_port", ()),
-        ("patch_port", ("p1", [])),
-        ("set_node_boot_device", (NODE, "pxe")),
-        ("set_node_power_state", (NODE, "rebooting")),
-        ("delete_port", ("p1",)),
+    new_port = {"node_uuid": NODE, "address": "52:54:00:00:00:01", "pxe_enabled": True}
+    assert sent(ironic) == [
+        (
+            "patch",
+            (f"/nodes/{NODE}",),
+            {**SENT, "json": [{"op": "add", "path": "/extra/a", "value": 1}]},
+        ),
+        ("post", ("/ports",), {**SENT, "json": {**new_port, "extra": {"b": 2}}}),
+        ("patch", ("/ports/p1",), {**SENT, "json": []}),
+        (
+            "put",
+            (f"/nodes/{NODE}/management/boot_device",),
+            {**SENT, "json": {"boot_device": "pxe", "persistent": False}},
+        ),
+        ("put", (f"/nodes/{NODE}/states/power",), {**SENT, "json": {"target": "rebooting"}}),
+        ("delete", ("/ports/p1",), SENT),
     ]
-    create_port_kwargs = ironic._connection.baremetal.requests[1][2]
-    assert create_port_kwargs == {
-        "node_uuid": NODE,
-        "address": "52:54:00:00:00:01",
-        "pxe_enabled": True,
-        "extra": {"b": 2},
-    }
-    assert ironic._connection.baremetal.requests[4][2] == {"wait": False}
     assert ironic.calls == 6
+
+
+def test_create_port_sends_only_the_fields_given(conf, shutdown):
+    port = {"uuid": "p2", "node_uuid": NODE, "address": "52:54:00:00:00:02"}
+    llc = {"switch_id": "52:54:00:aa:bb:cc", "port_id": "Eth1/1"}
+    answer = {**port, "pxe_enabled": False, "local_link_connection": llc}
+    ironic = client(conf, shutdown, response(201, {**answer, "physical_network": "phys"}))
+    created = ironic.create_port(
+        NODE, port["address"], pxe_enabled=False, local_link_connection=llc, physical_network="phys"
+    )
+    assert (created.pxe_enabled, created.local_link_connection) == (False, llc)
+    body = {"node_uuid": NODE, "address": port["address"], "pxe_enabled": False, "extra": {}}
+    body.update(local_link_connection=llc, physical_network="phys")
+    assert sent(ironic) == [("post", ("/ports",), {**SENT, "json": body})]
 
 
 def page(kind: str, uuids: list[str], more: bool) -> requests.Response:
@@ -307,8 +437,8 @@ def test_iter_nodes_pages_follow_next_and_retry_each_page(conf, shutdown):
         page("nodes", ["e"], more=False),
     )
     assert [n.uuid for n in ironic.iter_nodes(page_size=2)] == ["a", "b", "c", "d", "e"]
-    gets = ironic._connection.baremetal.requests
-    assert [args for _, args, _ in gets] == [("/nodes/detail",)] * 4
+    gets = sent(ironic)
+    assert [(name, args) for name, args, _ in gets] == [("get", ("/nodes/detail",))] * 4
     assert [kwargs["params"] for _, _, kwargs in gets] == [
         {"limit": 2},
         {"limit": 2, "marker": "b"},
@@ -322,7 +452,7 @@ def test_iter_nodes_pages_follow_next_and_retry_each_page(conf, shutdown):
 def test_iter_nodes_with_fields_asks_for_the_uuid_too(conf, shutdown):
     ironic = client(conf, shutdown, page("nodes", ["a"], more=False))
     assert [n.uuid for n in ironic.iter_nodes(fields=["name", "driver_info"])] == ["a"]
-    _, args, kwargs = ironic._connection.baremetal.requests[0]
+    _, args, kwargs = sent(ironic)[0]
     assert args == ("/nodes",)
     assert kwargs["params"] == {"fields": "uuid,name,driver_info", "limit": 1000}
 
@@ -331,7 +461,7 @@ def test_list_ports_is_one_request_for_a_short_list(conf, shutdown):
     body = {"ports": [{"uuid": "p1", "node_uuid": NODE, "address": "52:54:00:00:00:01"}]}
     ironic = client(conf, shutdown, response(200, body))
     assert [p.address for p in ironic.list_ports(NODE)] == ["52:54:00:00:00:01"]
-    _, args, kwargs = ironic._connection.baremetal.requests[0]
+    _, args, kwargs = sent(ironic)[0]
     assert args == ("/ports/detail",)
     assert kwargs["params"] == {"node_uuid": NODE, "limit": 1000}
     assert ironic.calls == 1
