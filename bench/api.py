@@ -245,18 +245,29 @@ def run(args):
             f"[coordination]\nbackend_url = {tooz_url(redis)}\n"
             "[api]\ncontinue_rate_limit = 0\n"
         )
-        port = free_port()
-        with gunicorn("bench.ceiling:application", port, args.workers, args.threads):
-            results["ceiling"] = wrk(
-                f"http://127.0.0.1:{port}/ping", args.seconds, args.connections
-            )
-        port = free_port()
+        ceiling_port, port = free_port(), free_port()
         environ = {"INSPECTOR_CONFIG_FILES": str(config)}
-        with gunicorn("inspector.api.wsgi:application", port, args.workers, args.threads, environ):
+        with (
+            gunicorn("bench.ceiling:application", ceiling_port, args.workers, args.threads),
+            gunicorn("inspector.api.wsgi:application", port, args.workers, args.threads, environ),
+        ):
             base = f"http://127.0.0.1:{port}"
-            results["status"] = wrk(
-                f"{base}/v1/introspection/{nodes[0][0]}", args.seconds, args.connections
-            )
+            status_url = f"{base}/v1/introspection/{nodes[0][0]}"
+            wrk(status_url, 2, args.connections)  # every gunicorn worker built its app
+            # In turns, so that both see the same machine: on a shared host the rate of
+            # even the trivial endpoint moves by 2-3x from one minute to the next.
+            rounds = []
+            for _ in range(args.rounds):
+                ceiling = wrk(
+                    f"http://127.0.0.1:{ceiling_port}/ping", args.seconds, args.connections
+                )
+                status = wrk(status_url, args.seconds, args.connections)
+                ratio = status["requests_per_second"] / ceiling["requests_per_second"]
+                rounds.append({"ceiling": ceiling, "status": status, "ratio": ratio})
+            middle = sorted(rounds, key=lambda r: r["ratio"])[len(rounds) // 2]
+            results["rounds"] = rounds
+            results["ceiling"], results["status"] = middle["ceiling"], middle["status"]
+            results["status_over_ceiling"] = middle["ratio"]
             script = continue_script(tmp, nodes)
             results["continue"] = wrk(base, args.seconds, args.connections, script)
             # ironic-inspector's figure was measured at 4 connections: the same here.
@@ -265,9 +276,6 @@ def run(args):
                 port, nodes, args.continue_rate, args.seconds, args.connections
             )
         delete_queue(rabbitmq, queue_name)
-    results["status_over_ceiling"] = (
-        results["status"]["requests_per_second"] / results["ceiling"]["requests_per_second"]
-    )
     return results
 
 
@@ -304,7 +312,11 @@ def markdown(results):
     lines += [
         "",
         f"Status reads reach {results['status_over_ceiling']:.0%} of the ceiling "
-        "(target: at least 50%).",
+        "(target: at least 50%): the median of "
+        f"{len(results['rounds'])} rounds, each measuring the ceiling then the status "
+        "read, in turns (the table shows that round); the rounds' ratios: "
+        + ", ".join(f"{r['ratio']:.0%}" for r in results["rounds"])
+        + ".",
         "",
         f"/v1/continue saturates at {saturated['requests_per_second']:.0f} requests/s; "
         f"there the closed loop's latency is what Little's law says it must be "
@@ -325,6 +337,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--connections", type=int, default=50)
+    parser.add_argument("--rounds", type=int, default=3, help="ceiling/status rounds")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument(
