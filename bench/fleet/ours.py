@@ -19,6 +19,7 @@ import time
 import uuid
 from collections.abc import Iterator
 
+import kombu
 import requests
 
 from bench.fleet.peer import free_port, render_config
@@ -125,6 +126,7 @@ def running(
     workdir.mkdir(parents=True, exist_ok=True)
     redis_base = redis_url.split("://", 1)[1].split("/", 1)[0]
     port = free_port()
+    queue_name = f"fleet-{uuid.uuid4().hex[:8]}"
     config = workdir / "inspector.conf"
     config.write_text(
         render_config(
@@ -141,7 +143,7 @@ def running(
                 "database": {"connection": database_url},
                 "queue": {
                     "transport_url": queue_url,
-                    "queue_name": f"fleet-{uuid.uuid4().hex[:8]}",
+                    "queue_name": queue_name,
                 },
                 "coordination": {
                     "backend_url": f"redis://{redis_base}?timeout=5"
@@ -191,3 +193,11 @@ def running(
         _stop(processes)
         for handle in logs:
             handle.close()
+        _delete_queues(queue_url, queue_name)
+
+
+def _delete_queues(url: str, name: str) -> None:
+    """The run's work queue (both lanes) and its dead letters, not left in the broker."""
+    with contextlib.suppress(Exception), kombu.Connection(url) as connection:
+        for queue in (name, f"{name}.start", f"{name}.dead"):
+            connection.default_channel.queue_delete(queue)
