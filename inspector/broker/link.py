@@ -53,6 +53,7 @@ class Link:
         self.is_closed = False
         self._channel: Any = None
         self._consumer: kombu.Consumer | None = None
+        self._consuming: tuple[str, ...] = ()
         self._producer: kombu.Producer | None = None
         self._declared: set[str] = set()
         # Messages the broker pushed to us (kombu callback) and get() did not return yet.
@@ -97,12 +98,19 @@ class Link:
             retry=False,
         )
 
-    def receive(self, timeout: float) -> kombu.message.Message | None:
-        """The next message, waiting up to `timeout` seconds for one; None if none came."""
+    def receive(
+        self, timeout: float, lanes: tuple[str, ...] | None = None
+    ) -> kombu.message.Message | None:
+        """The next message of `lanes` (default: all), waiting up to `timeout` seconds for
+        one; None if none came. A link consumes one set of lanes for good."""
+        lanes = lanes or self.lanes
+        if self._consumer is not None and lanes != self._consuming:
+            raise ValueError(f"this link consumes {self._consuming}, not {lanes}")
         if self._consumer is None:
+            self._consuming = lanes
             self._consumer = kombu.Consumer(
                 self._channel,
-                queues=[self.queue(name) for name in self.lanes],
+                queues=[self.queue(name) for name in lanes],
                 on_message=self._received.append,
                 no_ack=False,
                 auto_declare=True,

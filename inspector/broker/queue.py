@@ -98,8 +98,13 @@ class WorkQueue:
             lane = self.queue_name
         self._publish(lane, body)
 
-    def get(self, timeout: float) -> Delivery | None:
-        """The next due request, or None after about `timeout` seconds or on shutdown."""
+    def get(self, timeout: float, *, starts: bool = True) -> Delivery | None:
+        """The next due request, or None after about `timeout` seconds or on shutdown.
+
+        With starts=False, from the main lane only (never a START_EVENTS request). A
+        thread asks with the same `starts` every time (its consumer is made once).
+        """
+        lanes = None if starts else (self.queue_name,)
         deadline = time.monotonic() + timeout
         while not self._shutdown.is_set():
             remaining = deadline - time.monotonic()
@@ -107,7 +112,7 @@ class WorkQueue:
             try:
                 self._links.maintain()
                 link, message = self._links.run(
-                    "get from", lambda link, poll=poll: (link, link.receive(poll))
+                    "get from", lambda link, poll=poll: (link, link.receive(poll, lanes))
                 )
             except ServiceUnavailable:
                 if self._shutdown.is_set():

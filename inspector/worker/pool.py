@@ -20,7 +20,16 @@ SELF_RETRYING = frozenset({"Ironic", "queue"})
 
 
 class Source(Protocol):
-    def get(self, timeout: float) -> Delivery | None: ...
+    def get(self, timeout: float, *, starts: bool = True) -> Delivery | None: ...
+
+
+def takes_starts(number: int) -> bool:
+    """Whether thread `number` also takes requests that start introspections. Half the
+    threads (the even ones, so at least one) take both lanes in turns, the others only
+    the main lane: each start makes three main-lane requests (wait, continue, finish),
+    so threads that all alternated per message would leave the introspections under
+    way further behind with every start, and finish them only once starts ran out."""
+    return number % 2 == 0
 
 
 class Pool:
@@ -44,7 +53,12 @@ class Pool:
 
     def start(self) -> None:
         for number in range(self.size):
-            thread = threading.Thread(target=self._work, name=f"worker-{number}", daemon=True)
+            thread = threading.Thread(
+                target=self._work,
+                args=(takes_starts(number),),
+                name=f"worker-{number}",
+                daemon=True,
+            )
             thread.start()
             self._threads.append(thread)
         LOG.info("Worker pool of %d threads started", self.size)
@@ -55,16 +69,17 @@ class Pool:
             thread.join(timeout)
         return not any(thread.is_alive() for thread in self._threads)
 
-    def _work(self) -> None:
+    def _work(self, starts: bool) -> None:
         while not self.lifecycle.shutdown.is_set():
             try:
-                self.step()
+                self.step(starts=starts)
             except errors.InspectorError as exc:
                 self.outages.give_up("queue", exc.message)
 
-    def step(self) -> bool:
-        """One pass of the loop; False when the queue had nothing within the timeout."""
-        delivery = self.queue.get(self.get_timeout)
+    def step(self, *, starts: bool = True) -> bool:
+        """One pass of the loop; False when the queue had nothing within the timeout.
+        starts=False: only requests that do not start an introspection (takes_starts)."""
+        delivery = self.queue.get(self.get_timeout, starts=starts)
         if delivery is None:
             return False
         if self.lifecycle.shutdown.is_set():

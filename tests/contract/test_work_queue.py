@@ -228,6 +228,21 @@ def test_depth_and_purge_count_both_lanes(make_queue: MakeQueue) -> None:
     assert queue.get(0.3) is None
 
 
+def test_a_getter_without_starts_takes_only_the_main_lane(make_queue: MakeQueue) -> None:
+    main_only, both = make_queue(), make_queue()
+    for i, event in enumerate(["inspect", "continue", "reapply"]):
+        main_only.put(Request(node_uuid=f"node-{i}", event=event))
+
+    delivery = main_only.get(SOON, starts=False)
+    assert delivery is not None and delivery.request.event == "continue"
+    delivery.ack()
+    assert main_only.get(0.5, starts=False) is None  # the starts wait for another getter
+    assert main_only.depth() == 2
+    assert sorted(r.event for r in drain(both)) == ["inspect", "reapply"]
+    with pytest.raises(ValueError, match="consumes"):
+        main_only.get(0.1)  # this thread's connection consumes the main lane for good
+
+
 def test_one_unsettled_message_per_thread_across_lanes(make_queue: MakeQueue) -> None:
     holder, other = make_queue(), make_queue()
     requests = {Request(node_uuid=f"node-{i}", event=e) for i, e in enumerate([*OTHER_LANE] * 2)}

@@ -16,9 +16,11 @@ class ListSource:
         self.deliveries = list(deliveries)
         self.fail = fail
         self.timeouts = []
+        self.starts = []
 
-    def get(self, timeout):
+    def get(self, timeout, *, starts=True):
         self.timeouts.append(timeout)
+        self.starts.append(starts)
         if self.fail:
             raise errors.ServiceUnavailable("RabbitMQ is gone")
         return self.deliveries.pop(0) if self.deliveries else None
@@ -95,3 +97,31 @@ def test_threads_stop_when_the_flag_is_set():
     lifecycle.stop("test")
     assert workers.join(5)
     assert lifecycle.exit_status == 0
+
+
+def test_half_the_threads_take_starts_the_others_only_the_main_lane():
+    seen = {}
+    everyone_asked = threading.Event()
+
+    class Recording(ListSource):
+        def get(self, timeout, *, starts=True):
+            seen[threading.current_thread().name] = starts
+            if len(seen) == 4:
+                everyone_asked.set()
+            return super().get(timeout, starts=starts)
+
+    lifecycle = Lifecycle()
+    workers = pool(Recording(), RecordingHandler(), lifecycle, size=4)
+    workers.start()
+    assert everyone_asked.wait(5)
+    lifecycle.stop("test")
+    assert workers.join(5)
+    assert seen == {"worker-0": True, "worker-1": False, "worker-2": True, "worker-3": False}
+
+
+def test_step_asks_the_queue_for_the_lanes_of_its_thread():
+    source = ListSource()
+    workers = pool(source, RecordingHandler())
+    workers.step(starts=False)
+    workers.step()
+    assert source.starts == [False, True]

@@ -89,7 +89,7 @@ class Queue:
         self.deliveries = list(deliveries)
         self.put_count = 0
 
-    def get(self, timeout: float):
+    def get(self, timeout: float, *, starts: bool = True):
         return self.deliveries.pop(0) if self.deliveries else None
 
     def put(self, request) -> None:
