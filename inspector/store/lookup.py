@@ -116,14 +116,18 @@ _UPSERTS = {
 }
 
 
-def _upsert(dialect: str) -> TextClause:
-    sql = f"INSERT INTO {DATA.name} {_UPSERT_COLUMNS}{_UPSERTS[dialect]}"
+def _upsert(conflict: str) -> TextClause:
+    sql = f"INSERT INTO {DATA.name} {_UPSERT_COLUMNS}{conflict}"
     return text(sql).bindparams(
         bindparam("node_uuid", type_=DATA.c.node_uuid.type),
         bindparam("processed", type_=DATA.c.processed.type),
         bindparam("data", type_=DATA.c.data.type),
         bindparam("stored_at", type_=DATA.c.stored_at.type),
     )
+
+
+#: The upsert statement of each dialect that has one, built once.
+_UPSERT_STATEMENTS = {dialect: _upsert(conflict) for dialect, conflict in _UPSERTS.items()}
 
 
 def can_upsert(connection_or_engine: Connection | Engine) -> bool:
@@ -137,13 +141,14 @@ def store_data(
     """Insert or replace the node's raw (processed=False) or processed data: one
     statement where the dialect has an upsert, else an update and maybe an insert (to
     run in a transaction)."""
-    text = json.dumps(data, sort_keys=True)
-    values = {"node_uuid": node_uuid, "processed": processed, "data": text, "stored_at": now}
-    if connection.dialect.name in _UPSERTS:
-        connection.execute(_upsert(connection.dialect.name), values)
+    encoded = json.dumps(data, sort_keys=True)
+    values = {"node_uuid": node_uuid, "processed": processed, "data": encoded, "stored_at": now}
+    upsert = _UPSERT_STATEMENTS.get(connection.dialect.name)
+    if upsert is not None:
+        connection.execute(upsert, values)
         return
     key = (DATA.c.node_uuid == node_uuid) & (DATA.c.processed == processed)
-    if connection.execute(update(DATA).where(key).values(data=text, stored_at=now)).rowcount:
+    if connection.execute(update(DATA).where(key).values(data=encoded, stored_at=now)).rowcount:
         return
     connection.execute(insert(DATA).values(**values))
 

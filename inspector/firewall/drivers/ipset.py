@@ -9,7 +9,8 @@ written by one `iptables-restore --noflush` transaction. A change of a few MACs 
 """
 
 from inspector.errors import ConfigError, FirewallError
-from inspector.firewall.drivers.iptables import IptablesDriver, _table
+from inspector.firewall.drivers.iptables import IptablesDriver
+from inspector.firewall.drivers.iptables_rules import filter_table
 from inspector.firewall.rules import CLOSED, Delta, RuleSet
 
 
@@ -89,7 +90,7 @@ class IpsetDriver(IptablesDriver):
                 f"({exc.message}); {advice}"
             ) from exc
         try:
-            batch = _table(
+            batch = filter_table(
                 [
                     f":{probe} - [0:0]",
                     f"-A {probe} -m set --match-set {probe} src -j DROP",

@@ -32,7 +32,7 @@ from inspector.firewall.drivers.base import (
     checked_interface,
     checked_name,
 )
-from inspector.firewall.drivers.iptables_rules import IptablesRules, _table
+from inspector.firewall.drivers.iptables_rules import IptablesRules, filter_table
 from inspector.firewall.drivers.xtables import Backend
 from inspector.firewall.rules import Delta, RuleSet
 
@@ -103,7 +103,7 @@ class IptablesDriver(IptablesRules, Driver):
 
     def check(self) -> None:
         probe = f"{self.chain}-probe"
-        batch = _table(
+        batch = filter_table(
             [
                 f":{probe} - [0:0]",
                 f"-A {probe} -m mac --mac-source 00:00:00:00:00:00 -j DROP",
@@ -124,7 +124,7 @@ class IptablesDriver(IptablesRules, Driver):
 
     def _restore(self, lines: list[str]) -> None:
         try:
-            self.runner.run([self.restore, "-w", "--noflush"], stdin=_table(lines))
+            self.runner.run([self.restore, "-w", "--noflush"], stdin=filter_table(lines))
         except FirewallError:
             self.slot = None  # which slot the kernel holds is no longer known
             raise
@@ -165,7 +165,7 @@ class IptablesDriver(IptablesRules, Driver):
         empty and used by nothing: the one not live when the state is known, else the
         first that can be; None if their chains exist (left over, or live)."""
         for slot in [1 - self.slot] if self.slot is not None else [0, 1]:
-            batch = _table([f"-N {chain}" for chain in self._lists(slot)])
+            batch = filter_table([f"-N {chain}" for chain in self._lists(slot)])
             argv = [self.restore, "-w", "--noflush"]
             if self.runner.run(argv, stdin=batch, check=False).returncode == 0:
                 return slot
@@ -237,4 +237,4 @@ class IptablesDriver(IptablesRules, Driver):
         self.slot, self.leftovers = None, False
 
 
-__all__ = ["DHCP_PORT", "IptablesDriver", "_table"]
+__all__ = ["DHCP_PORT", "IptablesDriver"]

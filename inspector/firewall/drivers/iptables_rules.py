@@ -131,12 +131,12 @@ class IptablesRules:
         """The restore batch of the whole state; apply inserts `-I <jump>` after the
         declarations while the INPUT jump is missing. Onto a live rule set apply sends
         render_switch instead."""
-        return _table([f"# INPUT jump: {self.jump}", *self._body(rules, jump=False)])
+        return filter_table([f"# INPUT jump: {self.jump}", *self._body(rules, jump=False)])
 
     def render_switch(self, rules: RuleSet, slot: int) -> str:
         """The restore batches of a whole replacement into `slot` while the other is live,
         after the one creating its chains (`-N`); all but the last run at once."""
-        return "".join(_table(lines) for lines in self._switch(rules, slot))
+        return "".join(filter_table(lines) for lines in self._switch(rules, slot))
 
     def _tidy(self, rules: RuleSet) -> list[str]:
         """The main chain rewritten with the live verdict alone and, when a replacement
@@ -157,5 +157,6 @@ class IptablesRules:
         return [f":{wl} - [0:0]", *self._entries("-A", wl, rules.whitelist, "ACCEPT")]
 
 
-def _table(lines: list[str]) -> str:
+def filter_table(lines: list[str]) -> str:
+    """An iptables-restore batch of `lines` on the filter table, one transaction."""
     return "\n".join(["*filter", *lines, "COMMIT", ""])
