@@ -1,32 +1,48 @@
-"""Reads compiled once and run straight on a pooled DBAPI connection, for the API's
-hottest statement (a status read), where SQLAlchemy's per-execution work (a Connection,
-a result and its rows) costs more CPU than the database round trip itself.
+"""Statements compiled once and run straight on a pooled DBAPI connection, for the hottest
+paths: the API's status read and the worker's read, compare-and-swap and request
+marks, where SQLAlchemy's per-execution work (a Connection, a result and its rows, and
+for a statement built per call its cache key) costs more CPU than the round trip itself.
 
-Values are bound as given (no bind processing: strings and numbers only); each column
-goes through its type's result processor, so rows hold what SQLAlchemy would return.
-Driver errors leave as SQLAlchemy's DBAPIError, for `engine.translate_errors`.
+Values go through their types' bind processors and each selected column through its
+result processor, so rows hold what SQLAlchemy would return. Run on an autocommit
+engine, every statement is committed on its own. Driver errors leave as SQLAlchemy's
+DBAPIError, for `engine.translate_errors`.
 """
 
 from typing import Any
 
-from sqlalchemy import Select, exc
+from sqlalchemy import Executable, Select, exc
 from sqlalchemy.engine import Engine
 
 
-class PreparedRead:
-    """One SELECT on one engine; `first(**params)` runs it."""
+class Prepared:
+    """One statement on one engine: `first(**params)` for its first row, `run(**params)`
+    for the number of rows it changed."""
 
-    def __init__(self, engine: Engine, statement: Select) -> None:
+    def __init__(self, engine: Engine, statement: Executable) -> None:
         dialect = engine.dialect
         compiled = statement.compile(dialect=dialect)
         self.engine = engine
-        self.columns = tuple(column.name for column in statement.selected_columns)
+        constants = [name for name, bind in compiled.binds.items() if bind.value is not None]
+        if constants:
+            # Only the caller's parameters are sent: a value in the statement would be lost.
+            raise ValueError(f"write constants into the statement, not as {constants}")
         self._sql = compiled.string
         #: The order of the parameters for a positional paramstyle (qmark, format).
         self._order = compiled.positiontup
+        self._binds = tuple(
+            (name, processor)
+            for name, bind in compiled.binds.items()
+            if (processor := bind.type.dialect_impl(dialect).bind_processor(dialect)) is not None
+        )
+        is_select = isinstance(statement, Select)
+        #: A write is committed at once: the raw connection of a SQLite engine is not in
+        #: autocommit (on a server database this costs no round trip).
+        self._commits = not is_select
+        selected = statement.selected_columns if is_select else ()
+        self.columns = tuple(column.name for column in selected)
         self._processors = tuple(
-            column.type.dialect_impl(dialect).result_processor(dialect, None)
-            for column in statement.selected_columns
+            column.type.dialect_impl(dialect).result_processor(dialect, None) for column in selected
         )
 
     def first(self, **params: Any) -> dict[str, Any] | None:
@@ -35,6 +51,23 @@ class PreparedRead:
         A DBAPIError whose `connection_invalidated` is set means the server had
         dropped the pooled connection: the pool is invalidated, and a retry reconnects.
         """
+        row, description = self._execute(params, fetch=True)
+        if row is None:
+            return None
+        if not self.columns:
+            return {column[0]: value for column, value in zip(description, row, strict=True)}
+        return {
+            name: value if process is None else process(value)
+            for name, process, value in zip(self.columns, self._processors, row, strict=True)
+        }
+
+    def run(self, **params: Any) -> int:
+        """Execute it; the number of rows it changed."""
+        return self._execute(params, fetch=False)[0]
+
+    def _execute(self, params: dict[str, Any], *, fetch: bool):
+        for name, process in self._binds:
+            params[name] = process(params[name])
         args = params if self._order is None else tuple(params[name] for name in self._order)
         connection = None
         try:
@@ -42,20 +75,19 @@ class PreparedRead:
             cursor = connection.cursor()
             try:
                 cursor.execute(self._sql, args)
-                row = cursor.fetchone()
+                result = (
+                    (cursor.fetchone(), cursor.description) if fetch else (cursor.rowcount, None)
+                )
             finally:
                 cursor.close()
+            if self._commits:
+                connection.commit()
+            return result
         except self.engine.dialect.loaded_dbapi.Error as error:
             raise self._wrap(error, connection, args) from error
         finally:
             if connection is not None:
                 connection.close()
-        if row is None:
-            return None
-        return {
-            name: value if process is None else process(value)
-            for name, process, value in zip(self.columns, self._processors, row, strict=True)
-        }
 
     def _wrap(self, error: Exception, connection, args) -> exc.DBAPIError:
         """SQLAlchemy's wrapper of a driver error; None connection: connecting failed."""

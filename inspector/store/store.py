@@ -28,7 +28,7 @@ from inspector.store import (
 from inspector.store import engine as engines
 from inspector.store.nodes import UNSET, NodeRecord, Unset
 from inspector.store.outbox import NotificationRecord
-from inspector.store.prepared import PreparedRead
+from inspector.store.prepared import Prepared
 from inspector.store.requests import RequestRecord
 from inspector.store.singletons import MarkRecord, RunRecord
 from inspector.store.snapshots import SnapshotRecord
@@ -52,7 +52,13 @@ class Store:
         self.notify = notify
         self._sessions = sessionmaker(bind=engine, expire_on_commit=False)
         self._autocommit = engines.create_autocommit_engine(engine)
-        self._read_node = PreparedRead(self._autocommit, transitions.READ_NODE)
+        self._read_node = Prepared(self._autocommit, transitions.READ_NODE)
+        self._load = Prepared(self._autocommit, transitions.LOAD)
+        self._finish = Prepared(self._autocommit, transitions.FINISH)
+        self._interrupt = Prepared(self._autocommit, transitions.INTERRUPT)
+        self._ran = Prepared(self._autocommit, transitions.RAN)
+        #: One compare-and-swap statement per set of optional fields, prepared on use.
+        self._swaps: dict[tuple[str, ...], Prepared] = {}
         # PostgreSQL runs a compare-and-swap and its request row as one statement.
         self._one_statement_swap = engine.dialect.name == "postgresql"
 
@@ -160,8 +166,7 @@ class Store:
             previous = self.get_node(change.node_uuid)
         kind = outbox.event_type(change.source, change.target) if self.notify else None
         if self._one_statement_swap and previous is not None and kind is None:
-            with engines.translate_errors(self.engine), self._autocommit.connect() as connection:
-                return transitions.swap_in_one_statement(connection, change, previous, self.clock())
+            return self._swap(change, previous)
         now = self.clock()
         with engines.translate_errors(self.engine), self.engine.begin() as connection:
             node = transitions.apply(connection, change, previous, now)
@@ -175,6 +180,20 @@ class Store:
                     now=now,
                 )
             return node
+
+    def _swap(self, change: Change, previous: NodeRecord) -> NodeRecord:
+        """PostgreSQL: the compare-and-swap and its request row in one statement."""
+        now = self.clock()
+        fields, params = transitions.swap_params(change, now)
+        swap = self._swaps.get(fields)
+        if swap is None:
+            swap = self._swaps[fields] = Prepared(
+                self._autocommit, transitions.swap_statement(fields)
+            )
+        with engines.translate_errors(self.engine):
+            if swap.first(**params) is None:
+                raise transitions.busy(change)
+        return transitions.swapped(change, previous, now)
 
     def reject(self, node_uuid: str, request_id: str, event: str, state: str, reason: str) -> None:
         """Record a request the state machine refused (the node's state is unchanged)."""
@@ -198,7 +217,8 @@ class Store:
         """The node (None when absent) and the request's row (None when new). Read
         without a transaction: the caller holds the node lock, and writes swap on the
         version anyway."""
-        return self._read(transitions.load, node_uuid, request_id)
+        row = self._retried(lambda: self._load.first(uuid=node_uuid, request_id=request_id))
+        return transitions.loaded(row)
 
     def find_request(self, request_id: str) -> RequestRecord | None:
         with self.session() as session:
@@ -206,18 +226,18 @@ class Store:
 
     def finish_request(self, request_id: str) -> None:
         """Mark an applied request done: one statement, committed on its own."""
-        with engines.translate_errors(self.engine), self._autocommit.connect() as connection:
-            transitions.finish(connection, request_id, self.clock())
+        with engines.translate_errors(self.engine):
+            self._finish.run(request_id=request_id, now=self.clock())
 
     def interrupt_request(self, request_id: str) -> None:
         """Mark an applied request whose task a backend outage stopped (see INTERRUPTED)."""
-        with engines.translate_errors(self.engine), self._autocommit.connect() as connection:
-            transitions.interrupt(connection, request_id)
+        with engines.translate_errors(self.engine):
+            self._interrupt.run(request_id=request_id)
 
     def mark_ran(self, request_id: str) -> None:
         """Mark a strict event's request whose task finished (see requests.RAN)."""
-        with engines.translate_errors(self.engine), self._autocommit.connect() as connection:
-            transitions.ran(connection, request_id)
+        with engines.translate_errors(self.engine):
+            self._ran.run(request_id=request_id)
 
     def history(self, node_uuid: str) -> list[RequestRecord]:
         with self.session() as session:

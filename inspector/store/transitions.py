@@ -1,13 +1,13 @@
-"""The worker's hot path in Core statements: read a node with a request, commit a state
-change with its request row, mark a request done. Few round trips, no ORM objects.
+"""The worker's hot path as statements built once: read a node with a request, commit a
+state change with its request row, mark a request; few round trips, no ORM objects.
 
-Functions take a Connection; the Store decides the transaction around them.
-"""
+The Store runs them as `prepared.Prepared` statements (the state change in a
+transaction where one statement cannot do it, see `apply`)."""
 
 import dataclasses
 from datetime import datetime
 
-from sqlalchemy import Connection, bindparam, insert, literal, select, update
+from sqlalchemy import Connection, bindparam, insert, literal_column, select, update
 
 from inspector import errors
 from inspector.machine import FINAL_STATES, State, Transition
@@ -22,6 +22,42 @@ REQUESTS = Request.__table__
 #: A node's row by uuid. Built once: SQLAlchemy then only looks its compiled form up
 #: instead of building and hashing a new statement (the Store also prepares it).
 READ_NODE = select(NODES).where(NODES.c.uuid == bindparam("uuid"))
+
+
+def _prefixed(table, prefix: str) -> list:
+    return [column.label(prefix + column.name) for column in table.c]
+
+
+def _constant(value: str):
+    """One of our own status words written into the statement (no bind parameter)."""
+    return literal_column(f"'{value}'")
+
+
+#: The node (by uuid) and the request (by id) in ONE round trip: both outer-joined to a
+#: one-row anchor, so either may be missing. Columns are prefixed `node_`/`request_`.
+LOAD = select(*_prefixed(NODES, "node_"), *_prefixed(REQUESTS, "request_")).select_from(
+    select(literal_column("1").label("one"))
+    .subquery("anchor")
+    .outerjoin(NODES, NODES.c.uuid == bindparam("uuid"))
+    .outerjoin(REQUESTS, REQUESTS.c.request_id == bindparam("request_id"))
+)
+
+
+def _mark(target: str, sources: tuple[str, ...], **values):
+    return (
+        update(REQUESTS)
+        .where(
+            REQUESTS.c.request_id == bindparam("request_id"),
+            REQUESTS.c.status.in_([_constant(source) for source in sources]),
+        )
+        .values(status=_constant(target), **values)
+    )
+
+
+#: Request marks, built once (see `finish`, `interrupt` and `ran`).
+FINISH = _mark(requests.DONE, requests.UNFINISHED, done_at=bindparam("now"))
+INTERRUPT = _mark(requests.INTERRUPTED, (requests.APPLIED,))
+RAN = _mark(requests.RAN, (requests.APPLIED, requests.INTERRUPTED))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,12 +117,14 @@ def read_node(connection: Connection, node_uuid: str) -> NodeRecord | None:
     return None if row is None else NodeRecord(**row._asdict())
 
 
-def load(
-    connection: Connection, node_uuid: str, request_id: str
-) -> tuple[NodeRecord | None, RequestRecord | None]:
-    node = read_node(connection, node_uuid)
-    seen = connection.execute(select(REQUESTS).where(REQUESTS.c.request_id == request_id)).first()
-    return node, None if seen is None else RequestRecord(**seen._asdict())
+def loaded(row: dict) -> tuple[NodeRecord | None, RequestRecord | None]:
+    """The records in a row of LOAD."""
+    node = {name[5:]: value for name, value in row.items() if name.startswith("node_")}
+    seen = {name[8:]: value for name, value in row.items() if name.startswith("request_")}
+    return (
+        None if node["uuid"] is None else NodeRecord(**node),
+        None if seen["request_id"] is None else RequestRecord(**seen),
+    )
 
 
 def _optional(change: Change) -> dict:
@@ -123,13 +161,8 @@ def apply(
             .values(state=change.target, version=NODES.c.version + 1, updated_at=now, **fields)
         )
         if result.rowcount != 1:
-            raise errors.NodeBusy(
-                f"node {change.node_uuid} changed under us (expected version "
-                f"{change.expected_version})"
-            )
-        record = dataclasses.replace(
-            previous, state=change.target, version=previous.version + 1, updated_at=now, **fields
-        )
+            raise busy(change)
+        record = swapped(change, previous, now)
     connection.execute(
         insert(REQUESTS).values(
             request_id=change.request_id,
@@ -147,74 +180,75 @@ def apply(
     return record
 
 
-def swap_in_one_statement(
-    connection: Connection, change: Change, previous: NodeRecord, now: datetime
-) -> NodeRecord:
+def swap_statement(fields: tuple[str, ...]):
     """PostgreSQL: the compare-and-swap and the request row as ONE statement
     (`WITH changed AS (UPDATE ... RETURNING) INSERT ... SELECT FROM changed`), atomic
-    without a transaction around it: one round trip instead of four. NodeBusy when the
-    version moved (nothing is then written)."""
-    fields = _optional(change)
+    without a transaction around it: one round trip instead of four. `fields` are the
+    optional node columns it sets (see `_optional`); the parameters are `swap_params`'.
+    Nothing is written when the version moved (no row comes back)."""
     changed = (
         update(NODES)
-        .where(NODES.c.uuid == change.node_uuid, NODES.c.version == change.expected_version)
-        .values(state=change.target, version=NODES.c.version + 1, updated_at=now, **fields)
+        .where(NODES.c.uuid == bindparam("node_uuid"), NODES.c.version == bindparam("expected"))
+        .values(
+            state=bindparam("new_state"),
+            version=NODES.c.version + literal_column("1"),
+            updated_at=bindparam("now"),
+            **{field: bindparam(f"new_{field}") for field in fields},
+        )
         .returning(NODES.c.uuid, NODES.c.version)
         .cte("changed")
     )
+    column = REQUESTS.c
     row = {
-        "request_id": literal(change.request_id, REQUESTS.c.request_id.type),
+        "request_id": bindparam("request_id", type_=column.request_id.type),
         "node_uuid": changed.c.uuid,
-        "event": literal(str(change.event), REQUESTS.c.event.type),
-        "source_state": literal(change.source, REQUESTS.c.source_state.type),
-        "target_state": literal(str(change.target), REQUESTS.c.target_state.type),
-        "status": literal(change.status, REQUESTS.c.status.type),
+        "event": bindparam("event", type_=column.event.type),
+        "source_state": bindparam("source", type_=column.source_state.type),
+        "target_state": bindparam("new_state", type_=column.target_state.type),
+        "status": bindparam("status", type_=column.status.type),
         "version": changed.c.version,
-        "reason": literal(
-            change.error if isinstance(change.error, str) else None, REQUESTS.c.reason.type
-        ),
-        "applied_at": literal(now, REQUESTS.c.applied_at.type),
-        "done_at": literal(
-            None if change.status == requests.APPLIED else now, REQUESTS.c.done_at.type
-        ),
+        "reason": bindparam("reason", type_=column.reason.type),
+        "applied_at": bindparam("now", type_=column.applied_at.type),
+        "done_at": bindparam("done_at", type_=column.done_at.type),
     }
-    statement = (
+    return (
         insert(REQUESTS)
         .from_select(list(row), select(*row.values()))
         .returning(REQUESTS.c.request_id)
     )
-    # rowcount is not reliable for INSERT ... SELECT with a data-modifying CTE.
-    if connection.execute(statement).first() is None:
-        raise errors.NodeBusy(
-            f"node {change.node_uuid} changed under us (expected version {change.expected_version})"
-        )
+
+
+def swap_params(change: Change, now: datetime) -> tuple[tuple[str, ...], dict]:
+    """The fields of `swap_statement` for `change`, and its parameters."""
+    fields = _optional(change)
+    params = {
+        "node_uuid": change.node_uuid,
+        "expected": change.expected_version,
+        "new_state": str(change.target),
+        "now": now,
+        "request_id": change.request_id,
+        "event": str(change.event),
+        "source": None if change.source is None else str(change.source),
+        "status": change.status,
+        "reason": change.error if isinstance(change.error, str) else None,
+        "done_at": None if change.status == requests.APPLIED else now,
+    }
+    params.update({f"new_{field}": value for field, value in fields.items()})
+    return tuple(fields), params
+
+
+def swapped(change: Change, previous: NodeRecord, now: datetime) -> NodeRecord:
+    """The node as `swap_statement` committed it (built from what was written)."""
     return dataclasses.replace(
-        previous, state=change.target, version=previous.version + 1, updated_at=now, **fields
+        previous,
+        state=change.target,
+        version=previous.version + 1,
+        updated_at=now,
+        **_optional(change),
     )
 
 
-def finish(connection: Connection, request_id: str, now: datetime) -> None:
-    connection.execute(
-        update(REQUESTS)
-        .where(REQUESTS.c.request_id == request_id, REQUESTS.c.status.in_(requests.UNFINISHED))
-        .values(status=requests.DONE, done_at=now)
-    )
-
-
-def interrupt(connection: Connection, request_id: str) -> None:
-    connection.execute(
-        update(REQUESTS)
-        .where(REQUESTS.c.request_id == request_id, REQUESTS.c.status == requests.APPLIED)
-        .values(status=requests.INTERRUPTED)
-    )
-
-
-def ran(connection: Connection, request_id: str) -> None:
-    connection.execute(
-        update(REQUESTS)
-        .where(
-            REQUESTS.c.request_id == request_id,
-            REQUESTS.c.status.in_((requests.APPLIED, requests.INTERRUPTED)),
-        )
-        .values(status=requests.RAN)
+def busy(change: Change) -> errors.NodeBusy:
+    return errors.NodeBusy(
+        f"node {change.node_uuid} changed under us (expected version {change.expected_version})"
     )

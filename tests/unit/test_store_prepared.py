@@ -1,16 +1,16 @@
-"""The store's API paths on SQLite: prepared reads (values as SQLAlchemy returns them,
+"""The store's hot paths on SQLite: prepared statements (values as SQLAlchemy returns them,
 errors wrapped, a dropped connection retried once), the ramdisk lookup with its nodes in
 one query, and the one-statement data upsert."""
 
 from datetime import datetime
 
 import pytest
-from sqlalchemy import bindparam, exc, select
+from sqlalchemy import bindparam, exc, select, update
 
 from inspector import errors
 from inspector.store import Store, default_url, schema
 from inspector.store.models import Node
-from inspector.store.prepared import PreparedRead
+from inspector.store.prepared import Prepared
 from inspector.store.transitions import READ_NODE
 
 NODE = "1be26c0b-03f2-4d2e-ae87-c02d7f33c123"
@@ -29,7 +29,7 @@ def store(tmp_path):
 
 def test_row_holds_processed_values(store):
     store.create_node(NODE, "waiting", started_at=T0, manage_boot=False)
-    row = PreparedRead(store.engine, READ_NODE).first(uuid=NODE)
+    row = Prepared(store.engine, READ_NODE).first(uuid=NODE)
     # SQLite stores timestamps as text and booleans as integers: the types' processors
     # turn them back, as a Core query would.
     assert row == {
@@ -47,7 +47,7 @@ def test_row_holds_processed_values(store):
 
 
 def test_no_row_is_none(store):
-    assert PreparedRead(store.engine, READ_NODE).first(uuid=NODE) is None
+    assert Prepared(store.engine, READ_NODE).first(uuid=NODE) is None
 
 
 def test_positional_parameters_follow_the_statement(store):
@@ -56,7 +56,7 @@ def test_positional_parameters_follow_the_statement(store):
     statement = select(nodes.c.state).where(
         nodes.c.version == bindparam("version"), nodes.c.uuid == bindparam("uuid")
     )
-    read = PreparedRead(store.engine, statement)
+    read = Prepared(store.engine, statement)
     assert read.first(uuid=NODE, version=1) == {"state": "waiting"}
     assert read.first(uuid=NODE, version=2) is None
 
@@ -65,7 +65,7 @@ def test_driver_error_is_sqlalchemys(tmp_path):
     store = Store.from_url(default_url(tmp_path))  # no schema
     try:
         with pytest.raises(exc.DBAPIError) as raised:
-            PreparedRead(store.engine, READ_NODE).first(uuid=NODE)
+            Prepared(store.engine, READ_NODE).first(uuid=NODE)
         assert not raised.value.connection_invalidated
         with pytest.raises(errors.ServiceUnavailable):
             store.get_node(NODE)
@@ -85,9 +85,9 @@ def test_dropped_connection_is_invalidated(store):
     store.create_node(NODE, "waiting")
     drop_pooled_connection(store)
     with pytest.raises(exc.DBAPIError) as raised:
-        PreparedRead(store.engine, READ_NODE).first(uuid=NODE)
+        Prepared(store.engine, READ_NODE).first(uuid=NODE)
     assert raised.value.connection_invalidated
-    assert PreparedRead(store.engine, READ_NODE).first(uuid=NODE)["state"] == "waiting"
+    assert Prepared(store.engine, READ_NODE).first(uuid=NODE)["state"] == "waiting"
 
 
 def test_store_retries_a_dropped_connection(store):
@@ -120,3 +120,43 @@ def test_store_data_inserts_then_replaces(store):
     store.store_data(NODE, {"a": 3}, processed=False)
     assert store.get_data(NODE, processed=False) == {"a": 3}
     assert store.get_data(NODE, processed=True) == {"b": 2}
+
+
+def test_a_write_is_committed_and_counts_its_rows(store):
+    store.create_node(NODE, "waiting")
+    nodes = Node.__table__
+    statement = (
+        update(nodes)
+        .where(nodes.c.uuid == bindparam("uuid"))
+        .values(state=bindparam("new_state"), finished_at=bindparam("at"))
+    )
+    write = Prepared(store.engine, statement)
+    # The DateTime goes through its bind processor (SQLite stores text).
+    assert write.run(uuid=NODE, new_state="finished", at=T0) == 1
+    assert write.run(uuid=OTHER, new_state="finished", at=T0) == 0
+    other = Store.from_url(str(store.engine.url))  # another pool: only committed rows
+    try:
+        assert other.get_node(NODE).state == "finished"
+        assert other.get_node(NODE).finished_at == T0
+    finally:
+        other.close()
+
+
+def test_a_constant_bound_in_the_statement_is_refused(store):
+    nodes = Node.__table__
+    statement = update(nodes).values(version=nodes.c.version + 1)
+    with pytest.raises(ValueError, match="constants"):
+        Prepared(store.engine, statement)
+
+
+def test_load_reads_node_and_request_in_one_row(store):
+    assert store.load(NODE, "req-1") == (None, None)
+    store.create_node(NODE, "starting", started_at=T0)
+    node, seen = store.load(NODE, "req-1")
+    assert node == store.get_node(NODE) and seen is None
+    store.reject(NODE, "req-1", "continue", "starting", "not now")
+    node, seen = store.load(NODE, "req-1")
+    assert node.uuid == NODE
+    assert (seen.request_id, seen.node_uuid, seen.status) == ("req-1", NODE, "rejected")
+    store.delete_node(NODE)
+    assert store.load(NODE, "req-1") == (None, None)
