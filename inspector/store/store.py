@@ -52,15 +52,18 @@ class Store:
         self.notify = notify
         self._sessions = sessionmaker(bind=engine, expire_on_commit=False)
         self._autocommit = engines.create_autocommit_engine(engine)
+        # PostgreSQL writes a state change and its request row as one statement.
+        self._one_statement_swap = engine.dialect.name == "postgresql"
         self._read_node = Prepared(self._autocommit, transitions.READ_NODE)
         self._load = Prepared(self._autocommit, transitions.LOAD)
         self._finish = Prepared(self._autocommit, transitions.FINISH)
         self._interrupt = Prepared(self._autocommit, transitions.INTERRUPT)
         self._ran = Prepared(self._autocommit, transitions.RAN)
+        self._create_node = (
+            Prepared(self._autocommit, transitions.CREATE) if self._one_statement_swap else None
+        )
         #: One compare-and-swap statement per set of optional fields, prepared on use.
         self._swaps: dict[tuple[str, ...], Prepared] = {}
-        # PostgreSQL runs a compare-and-swap and its request row as one statement.
-        self._one_statement_swap = engine.dialect.name == "postgresql"
 
     @classmethod
     def from_url(cls, url: str, *, clock: Clock = utcnow, notify: bool = False) -> "Store":
@@ -165,8 +168,10 @@ class Store:
         if previous is None and change.expected_version is not None:
             previous = self.get_node(change.node_uuid)
         kind = outbox.event_type(change.source, change.target) if self.notify else None
-        if self._one_statement_swap and previous is not None and kind is None:
-            return self._swap(change, previous)
+        if self._one_statement_swap and kind is None:
+            if previous is not None:
+                return self._swap(change, previous)
+            return self._create(change)
         now = self.clock()
         with engines.translate_errors(self.engine), self.engine.begin() as connection:
             node = transitions.apply(connection, change, previous, now)
@@ -180,6 +185,22 @@ class Store:
                     now=now,
                 )
             return node
+
+    def _create(self, change: Change) -> NodeRecord:
+        """PostgreSQL: the new node and its request row in one statement."""
+        now = self.clock()
+        _, params = transitions.swap_params(change, now)
+        node = transitions.created(change, now)
+        del params["expected"]
+        params.update(
+            new_started_at=node.started_at,
+            new_finished_at=node.finished_at,
+            new_error=node.error,
+            new_manage_boot=node.manage_boot,
+        )
+        with engines.translate_errors(self.engine):
+            self._create_node.first(**params)
+        return node
 
     def _swap(self, change: Change, previous: NodeRecord) -> NodeRecord:
         """PostgreSQL: the compare-and-swap and its request row in one statement."""

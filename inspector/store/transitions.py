@@ -141,16 +141,7 @@ def apply(
     node as committed (built from what was written, not read back)."""
     fields = _optional(change)
     if change.expected_version is None:
-        record = NodeRecord(
-            uuid=change.node_uuid,
-            state=change.target,
-            version=FIRST_VERSION,
-            started_at=fields.get("started_at"),
-            finished_at=fields.get("finished_at"),
-            error=fields.get("error"),
-            manage_boot=fields.get("manage_boot", True),
-            updated_at=now,
-        )
+        record = created(change, now)
         connection.execute(insert(NODES).values(**dataclasses.asdict(record)))
     else:
         if previous is None or previous.version != change.expected_version:
@@ -180,6 +171,29 @@ def apply(
     return record
 
 
+def _recorded(written):
+    """The request row, inserted from the node row `written` (a CTE returning the
+    node's uuid and new version): no row, no request."""
+    column = REQUESTS.c
+    row = {
+        "request_id": bindparam("request_id", type_=column.request_id.type),
+        "node_uuid": written.c.uuid,
+        "event": bindparam("event", type_=column.event.type),
+        "source_state": bindparam("source", type_=column.source_state.type),
+        "target_state": bindparam("new_state", type_=column.target_state.type),
+        "status": bindparam("status", type_=column.status.type),
+        "version": written.c.version,
+        "reason": bindparam("reason", type_=column.reason.type),
+        "applied_at": bindparam("now", type_=column.applied_at.type),
+        "done_at": bindparam("done_at", type_=column.done_at.type),
+    }
+    return (
+        insert(REQUESTS)
+        .from_select(list(row), select(*row.values()))
+        .returning(REQUESTS.c.request_id)
+    )
+
+
 def swap_statement(fields: tuple[str, ...]):
     """PostgreSQL: the compare-and-swap and the request row as ONE statement
     (`WITH changed AS (UPDATE ... RETURNING) INSERT ... SELECT FROM changed`), atomic
@@ -198,28 +212,31 @@ def swap_statement(fields: tuple[str, ...]):
         .returning(NODES.c.uuid, NODES.c.version)
         .cte("changed")
     )
-    column = REQUESTS.c
-    row = {
-        "request_id": bindparam("request_id", type_=column.request_id.type),
-        "node_uuid": changed.c.uuid,
-        "event": bindparam("event", type_=column.event.type),
-        "source_state": bindparam("source", type_=column.source_state.type),
-        "target_state": bindparam("new_state", type_=column.target_state.type),
-        "status": bindparam("status", type_=column.status.type),
-        "version": changed.c.version,
-        "reason": bindparam("reason", type_=column.reason.type),
-        "applied_at": bindparam("now", type_=column.applied_at.type),
-        "done_at": bindparam("done_at", type_=column.done_at.type),
-    }
-    return (
-        insert(REQUESTS)
-        .from_select(list(row), select(*row.values()))
-        .returning(REQUESTS.c.request_id)
+    return _recorded(changed)
+
+
+#: PostgreSQL: a new node and its first request row as ONE statement, like the swap;
+#: Conflict (the database refuses it) when the node or the request already exists.
+CREATE = _recorded(
+    insert(NODES)
+    .values(
+        uuid=bindparam("node_uuid"),
+        state=bindparam("new_state"),
+        version=literal_column(str(FIRST_VERSION)),
+        started_at=bindparam("new_started_at"),
+        finished_at=bindparam("new_finished_at"),
+        error=bindparam("new_error"),
+        manage_boot=bindparam("new_manage_boot"),
+        updated_at=bindparam("now"),
     )
+    .returning(NODES.c.uuid, NODES.c.version)
+    .cte("created")
+)
 
 
 def swap_params(change: Change, now: datetime) -> tuple[tuple[str, ...], dict]:
-    """The fields of `swap_statement` for `change`, and its parameters."""
+    """The fields of `swap_statement` for `change`, and its parameters (with
+    `expected`, the version to swap from; CREATE takes them without it)."""
     fields = _optional(change)
     params = {
         "node_uuid": change.node_uuid,
@@ -235,6 +252,21 @@ def swap_params(change: Change, now: datetime) -> tuple[tuple[str, ...], dict]:
     }
     params.update({f"new_{field}": value for field, value in fields.items()})
     return tuple(fields), params
+
+
+def created(change: Change, now: datetime) -> NodeRecord:
+    """The node a change without an expected version creates."""
+    fields = _optional(change)
+    return NodeRecord(
+        uuid=change.node_uuid,
+        state=change.target,
+        version=FIRST_VERSION,
+        started_at=fields.get("started_at"),
+        finished_at=fields.get("finished_at"),
+        error=fields.get("error"),
+        manage_boot=fields.get("manage_boot", True),
+        updated_at=now,
+    )
 
 
 def swapped(change: Change, previous: NodeRecord, now: datetime) -> NodeRecord:

@@ -7,6 +7,7 @@ import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 
 import pytest
 from alembic.autogenerate import compare_metadata
@@ -19,6 +20,7 @@ from inspector.store import Store, create_engine, default_url, nodes, schema, ut
 from inspector.store.models import metadata
 
 NODE = "1be26c0b-03f2-4d2e-ae87-c02d7f33c123"
+OTHER = "2be26c0b-03f2-4d2e-ae87-c02d7f33c124"
 POSTGRESQL = [pytest.mark.postgresql, pytest.mark.integration]
 #: Seconds a test waits for a condition before failing.
 DEADLINE = 30
@@ -178,3 +180,26 @@ def test_apply_is_one_atomic_statement_on_postgresql(pg_store):
     with pytest.raises(Conflict):
         pg_store.apply(Change(NODE, current.version, "r2", "abort", "waiting", "error"), current)
     assert pg_store.get_node(NODE) == current
+
+
+@pytest.mark.postgresql
+@pytest.mark.integration
+def test_create_is_one_atomic_statement_on_postgresql(pg_store):
+    from inspector.errors import Conflict  # noqa: PLC0415
+    from inspector.store import Change  # noqa: PLC0415
+
+    at = datetime(2026, 1, 2, 3, 4, 5)
+    change = Change(NODE, None, "r1", "inspect", None, "starting", started_at=at, error=None)
+    node = pg_store.apply(change)
+    assert pg_store.get_node(NODE) == node
+    assert (node.version, node.started_at, node.manage_boot) == (1, at, True)
+    assert pg_store.find_request("r1").version == 1
+    # The node exists: nothing is written, not even the request row.
+    with pytest.raises(Conflict):
+        pg_store.apply(Change(NODE, None, "r2", "inspect", None, "starting"))
+    assert pg_store.find_request("r2") is None
+    # The request id was seen: no node is created.
+    with pytest.raises(Conflict):
+        pg_store.apply(Change(OTHER, None, "r1", "inspect", None, "starting"))
+    with pytest.raises(errors.NotFound):
+        pg_store.get_node(OTHER)
