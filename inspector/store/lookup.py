@@ -10,20 +10,17 @@ from typing import Any
 
 from sqlalchemy import (
     Connection,
-    TextClause,
     and_,
-    bindparam,
     delete,
     func,
     insert,
     or_,
     select,
-    text,
     update,
 )
-from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
+from inspector.store import upserts
 from inspector.store.models import Attribute, IntrospectionData, Node
 from inspector.store.nodes import NodeRecord
 
@@ -97,42 +94,8 @@ def attributes_of(session: Session, node_uuid: str) -> dict[str, list[str]]:
     return result
 
 
-#: The columns an upsert of introspection data writes, as parameters.
-_UPSERT_COLUMNS = (
-    "(node_uuid, processed, data, stored_at) VALUES (:node_uuid, :processed, :data, :stored_at)"
-)
-_ON_CONFLICT = (
-    " ON CONFLICT (node_uuid, processed) DO UPDATE SET data = excluded.data, "
-    "stored_at = excluded.stored_at"
-)
-#: The dialects whose INSERT can replace the row it collides with, in one statement.
-#: Text, not the dialects' insert constructs: SQLAlchemy compiles those again on every
-#: execution (they have no cache key), a millisecond of CPU per ramdisk post.
-_UPSERTS = {
-    "postgresql": _ON_CONFLICT,
-    "sqlite": _ON_CONFLICT,
-    "mysql": " ON DUPLICATE KEY UPDATE data = VALUES(data), stored_at = VALUES(stored_at)",
-    "mariadb": " ON DUPLICATE KEY UPDATE data = VALUES(data), stored_at = VALUES(stored_at)",
-}
-
-
-def _upsert(conflict: str) -> TextClause:
-    sql = f"INSERT INTO {DATA.name} {_UPSERT_COLUMNS}{conflict}"
-    return text(sql).bindparams(
-        bindparam("node_uuid", type_=DATA.c.node_uuid.type),
-        bindparam("processed", type_=DATA.c.processed.type),
-        bindparam("data", type_=DATA.c.data.type),
-        bindparam("stored_at", type_=DATA.c.stored_at.type),
-    )
-
-
-#: The upsert statement of each dialect that has one, built once.
-_UPSERT_STATEMENTS = {dialect: _upsert(conflict) for dialect, conflict in _UPSERTS.items()}
-
-
-def can_upsert(connection_or_engine: Connection | Engine) -> bool:
-    """Whether store_data is one statement there, atomic without a transaction."""
-    return connection_or_engine.dialect.name in _UPSERTS
+#: The upsert of a node's data, per dialect (built once).
+_UPSERT_STATEMENTS = upserts.statements(DATA, ("node_uuid", "processed"), ("data", "stored_at"))
 
 
 def store_data(

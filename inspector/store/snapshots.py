@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import Connection, insert, select, update
 
+from inspector.store import upserts
 from inspector.store.models import IronicSnapshot
 
 SNAPSHOTS = IronicSnapshot.__table__
@@ -25,6 +26,22 @@ class SnapshotRecord:
     taken_at: datetime
 
 
+#: The upsert of a node's snapshot, per dialect (built once); parameters from `encode`.
+UPSERT_STATEMENTS = upserts.statements(SNAPSHOTS, ("node_uuid",), ("node", "ports", "taken_at"))
+
+
+def encode(
+    node_uuid: str, node: dict[str, Any], ports: list[dict[str, Any]] | None, now: datetime
+) -> dict[str, Any]:
+    """The snapshot's row."""
+    return {
+        "node_uuid": node_uuid,
+        "node": json.dumps(node, sort_keys=True),
+        "ports": None if ports is None else json.dumps(ports, sort_keys=True),
+        "taken_at": now,
+    }
+
+
 def save(
     connection: Connection,
     node_uuid: str,
@@ -32,13 +49,10 @@ def save(
     ports: list[dict[str, Any]] | None,
     now: datetime,
 ) -> None:
-    """Insert or replace the node's snapshot."""
-    values = {
-        "node": json.dumps(node, sort_keys=True),
-        "ports": None if ports is None else json.dumps(ports, sort_keys=True),
-        "taken_at": now,
-    }
-    key = SNAPSHOTS.c.node_uuid == node_uuid
+    """Insert or replace the node's snapshot, where the database has no upsert (in a
+    transaction)."""
+    values = encode(node_uuid, node, ports, now)
+    key = SNAPSHOTS.c.node_uuid == values.pop("node_uuid")
     if connection.execute(update(SNAPSHOTS).where(key).values(**values)).rowcount:
         return
     connection.execute(insert(SNAPSHOTS).values(node_uuid=node_uuid, **values))

@@ -24,6 +24,7 @@ from inspector.store import (
     singletons,
     snapshots,
     transitions,
+    upserts,
 )
 from inspector.store import engine as engines
 from inspector.store.nodes import UNSET, NodeRecord, Unset
@@ -62,6 +63,8 @@ class Store:
         self._create_node = (
             Prepared(self._autocommit, transitions.CREATE) if self._one_statement_swap else None
         )
+        upsert = snapshots.UPSERT_STATEMENTS.get(engine.dialect.name)
+        self._save_snapshot = None if upsert is None else Prepared(self._autocommit, upsert)
         #: One compare-and-swap statement per set of optional fields, prepared on use.
         self._swaps: dict[tuple[str, ...], Prepared] = {}
 
@@ -298,7 +301,7 @@ class Store:
         in autocommit where the database has an upsert (one round trip), else a
         transaction."""
         now = self.clock()
-        engine = self._autocommit if lookup.can_upsert(self.engine) else self.engine
+        engine = self._autocommit if upserts.supported(self.engine) else self.engine
         with engines.translate_errors(self.engine), engine.begin() as connection:
             lookup.store_data(connection, node_uuid, data, processed=processed, now=now)
 
@@ -307,8 +310,15 @@ class Store:
             return lookup.get_data(session, node_uuid, processed=processed)
 
     def save_snapshot(self, node_uuid: str, node: dict, ports: list[dict] | None) -> None:
-        """Keep Ironic's node (and ports) as read at the start of its introspection."""
-        self._write(snapshots.save, node_uuid, node, ports, self.clock())
+        """Keep Ironic's node (and ports) as read at the start of its introspection: one
+        prepared statement in autocommit where the database has an upsert, else a
+        transaction."""
+        if self._save_snapshot is None:
+            self._write(snapshots.save, node_uuid, node, ports, self.clock())
+            return
+        values = snapshots.encode(node_uuid, node, ports, self.clock())
+        with engines.translate_errors(self.engine):
+            self._save_snapshot.run(**values)
 
     def snapshot(self, node_uuid: str) -> SnapshotRecord | None:
         return self._read(snapshots.get, node_uuid)

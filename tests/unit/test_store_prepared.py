@@ -160,3 +160,30 @@ def test_load_reads_node_and_request_in_one_row(store):
     assert (seen.request_id, seen.node_uuid, seen.status) == ("req-1", NODE, "rejected")
     store.delete_node(NODE)
     assert store.load(NODE, "req-1") == (None, None)
+
+
+def test_save_snapshot_inserts_then_replaces(store):
+    store.create_node(NODE, "starting")
+    store.save_snapshot(NODE, {"uuid": NODE, "name": "a"}, None)
+    first = store.snapshot(NODE)
+    assert (first.node, first.ports, first.taken_at) == ({"uuid": NODE, "name": "a"}, None, T0)
+    store.save_snapshot(NODE, {"uuid": NODE, "name": "b"}, [{"address": "aa:bb:cc:dd:ee:01"}])
+    second = store.snapshot(NODE)
+    assert second.node["name"] == "b"
+    assert second.ports == [{"address": "aa:bb:cc:dd:ee:01"}]
+
+
+def test_upserts_name_every_column_once():
+    from inspector.store import upserts  # noqa: PLC0415
+    from inspector.store.snapshots import SNAPSHOTS  # noqa: PLC0415
+
+    made = upserts.statements(SNAPSHOTS, ("node_uuid",), ("node", "ports", "taken_at"))
+    assert str(made["postgresql"]) == (
+        "INSERT INTO ironic_snapshots (node_uuid, node, ports, taken_at) "
+        "VALUES (:node_uuid, :node, :ports, :taken_at) ON CONFLICT (node_uuid) DO UPDATE "
+        "SET node = excluded.node, ports = excluded.ports, taken_at = excluded.taken_at"
+    )
+    assert str(made["mysql"]).endswith(
+        "ON DUPLICATE KEY UPDATE node = VALUES(node), ports = VALUES(ports), "
+        "taken_at = VALUES(taken_at)"
+    )
