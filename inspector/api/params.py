@@ -12,8 +12,8 @@ import flask
 from inspector.errors import BadRequest
 from inspector.machine import State
 
-#: Ironic's node names: RFC 3986 unreserved characters.
-_NAME = re.compile(r"^[A-Za-z0-9\-._~]{1,255}$")
+#: Ironic's node names: RFC 3986 unreserved characters (fullmatch: the whole value).
+_NAME = re.compile(r"[A-Za-z0-9\-._~]{1,255}")
 #: What str(uuid.UUID(value)) gives back, but in either case; fullmatch: no newline.
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
 _TRUE = {"1", "t", "true", "on", "y", "yes"}
@@ -31,7 +31,7 @@ def node_ident(value: str) -> str:
     """A node UUID (normalised) or an Ironic node name."""
     if is_uuid(value):
         return value.lower()
-    if not _NAME.match(value):
+    if not _NAME.fullmatch(value):
         raise BadRequest(f"Invalid node UUID or name: {value!r}")
     return value
 

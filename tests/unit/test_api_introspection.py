@@ -305,3 +305,11 @@ def test_too_large_body_is_413(client, node, conf):
     response = start(client, node.uuid, data=b"{" + b" " * (2 * 1024 * 1024) + b"}")
     assert response.status_code == 413
     assert response.json["error"]["message"]
+
+
+def test_name_with_a_trailing_newline_is_400(client, ironic):
+    ironic.add_node(name="rack1-node")
+    # `$` would match before the newline: the name must be the whole value.
+    response = start(client, "rack1-node%0A")
+    assert response.status_code == 400
+    assert "Invalid node UUID or name" in response.json["error"]["message"]
