@@ -20,6 +20,16 @@ OPTS = [
         help="Seconds between two attempts of an Ironic call. After 409 NodeLocked the "
         "first retry comes after 0.1 s and the wait doubles up to this interval.",
     ),
+    cfg.IntOpt(
+        "max_concurrent_calls",
+        default=0,
+        min=0,
+        help="Ironic requests one process (an API or a worker process) has in flight at "
+        "most; its other threads wait their turn (a shutdown ends the wait). 0: no limit "
+        "but the threads. Ironic answers more slowly, not more, past what its API "
+        "processes, conductors and database take: size processes x this to that "
+        "(docs/deployment.md).",
+    ),
 ]
 
 

@@ -8,6 +8,7 @@ for Ironic to reach a state. Requests go through the baremetal proxy's keystonea
 adapter as plain REST (inspector.ironic.rest), never through openstacksdk's resources.
 """
 
+import contextlib
 import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -27,6 +28,8 @@ LOG = logging.getLogger(__name__)
 DEFAULT_PAGE_SIZE = 1000
 #: Seconds before the first retry of a call Ironic answered 409 NodeLocked.
 NODE_LOCKED_FIRST_DELAY = 0.1
+#: Seconds between two looks at the shutdown event while waiting for a call slot.
+SLOT_WAIT_STEP = 0.1
 
 T = TypeVar("T")
 
@@ -48,6 +51,9 @@ class Ironic:
         self._connection = connection if connection is not None else connect(conf)
         self._lock = threading.Lock()
         self._calls = 0
+        limit = group.max_concurrent_calls
+        #: The [ironic] max_concurrent_calls slots; None: no limit.
+        self._slots = threading.BoundedSemaphore(limit) if limit else None
 
     @property
     def calls(self) -> int:
@@ -189,7 +195,8 @@ class Ironic:
                 self._calls += 1
             try:
                 # Inside the try: the proxy's first use reads Ironic's version document.
-                return request(self._connection.baremetal)
+                with self._slot(what):
+                    return request(self._connection.baremetal)
             except failures.LIBRARY_ERRORS as exc:
                 reason = failures.retry_reason(exc)
                 if reason is None:
@@ -208,6 +215,24 @@ class Ironic:
                         service="Ironic",
                     ) from exc
                 LOG.warning("Cannot %s (attempt %d, retrying): %s", what, attempt, reason)
+
+    @contextlib.contextmanager
+    def _slot(self, what: str) -> Iterator[None]:
+        """One of the process's [ironic] max_concurrent_calls, for one attempt (not
+        across retries' waits); waited for in short steps, so a shutdown ends the wait."""
+        if self._slots is None:
+            yield
+            return
+        while not self._slots.acquire(timeout=SLOT_WAIT_STEP):
+            if self._shutdown.is_set():
+                raise ServiceUnavailable(
+                    f"Ironic is unavailable: gave up waiting to {what} on shutdown",
+                    service="Ironic",
+                )
+        try:
+            yield
+        finally:
+            self._slots.release()
 
     def _delay(self, locked: int) -> float:
         """Seconds before the next attempt; `locked` counts NodeLocked answers in a row."""

@@ -549,3 +549,79 @@ def test_bmc_host_names_are_resolved():
     info = {"ipmi_address": "bmc-1.example.com", "redfish_address": "https://gone.example.com"}
     assert bmc_addresses(info, resolve=resolve) == ["192.0.2.20", "2001:db8::20"]
     assert bmc_addresses({"ilo_address": "gone.example.com"}, resolve=resolve) == []
+
+
+# ---------------------------------------------------------------- concurrency cap
+
+
+class GatedBaremetal:
+    """Every GET blocks until released; counts the requests in flight."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.lock = threading.Lock()
+        self.in_flight = self.most = self.seen = 0
+        self.arrived = threading.Condition(self.lock)
+
+    def get(self, *args: Any, **kwargs: Any) -> requests.Response:
+        with self.lock:
+            self.in_flight += 1
+            self.seen += 1
+            self.most = max(self.most, self.in_flight)
+            self.arrived.notify_all()
+        try:
+            assert self.release.wait(10), "never released"
+            return a_node()
+        finally:
+            with self.lock:
+                self.in_flight -= 1
+
+
+def gated_client(conf, shutdown, limit: int) -> tuple[Ironic, GatedBaremetal]:
+    conf.set_override("max_concurrent_calls", limit, group="ironic")
+    connection = FakeConnection()
+    connection.baremetal = GatedBaremetal()
+    return Ironic(conf, shutdown=shutdown, connection=connection), connection.baremetal
+
+
+def test_calls_in_flight_never_exceed_the_cap(conf):
+    ironic, gate = gated_client(conf, threading.Event(), 2)
+    threads = [threading.Thread(target=ironic.get_node, args=(NODE,)) for _ in range(5)]
+    for thread in threads:
+        thread.start()
+    with gate.arrived:
+        assert gate.arrived.wait_for(lambda: gate.seen == 2, timeout=10)
+        # The other three wait for a slot: nothing more reaches Ironic.
+        assert not gate.arrived.wait_for(lambda: gate.seen > 2, timeout=0.3)
+    gate.release.set()
+    for thread in threads:
+        thread.join(10)
+    assert (gate.seen, gate.most) == (5, 2)
+
+
+def test_shutdown_ends_the_wait_for_a_slot(conf):
+    shutdown = threading.Event()
+    ironic, gate = gated_client(conf, shutdown, 1)
+    holder = threading.Thread(target=ironic.get_node, args=(NODE,))
+    holder.start()
+    with gate.arrived:
+        assert gate.arrived.wait_for(lambda: gate.seen == 1, timeout=10)
+    shutdown.set()
+    with pytest.raises(ServiceUnavailable, match="gave up waiting"):
+        ironic.get_node(NODE)
+    gate.release.set()
+    holder.join(10)
+    assert gate.seen == 1
+
+
+def test_no_cap_by_default(conf):
+    ironic, gate = gated_client(conf, threading.Event(), 0)
+    threads = [threading.Thread(target=ironic.get_node, args=(NODE,)) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    with gate.arrived:
+        assert gate.arrived.wait_for(lambda: gate.seen == 4, timeout=10)
+    gate.release.set()
+    for thread in threads:
+        thread.join(10)
+    assert gate.most == 4
