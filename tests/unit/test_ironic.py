@@ -584,44 +584,44 @@ def gated_client(conf, shutdown, limit: int) -> tuple[Ironic, GatedBaremetal]:
     return Ironic(conf, shutdown=shutdown, connection=connection), connection.baremetal
 
 
-def test_calls_in_flight_never_exceed_the_cap(conf):
-    ironic, gate = gated_client(conf, threading.Event(), 2)
-    threads = [threading.Thread(target=ironic.get_node, args=(NODE,)) for _ in range(5)]
+def calling(ironic: Ironic, gate: GatedBaremetal, count: int, reached: int) -> list:
+    """`count` threads each getting the node, once `reached` requests reached Ironic."""
+    threads = [threading.Thread(target=ironic.get_node, args=(NODE,)) for _ in range(count)]
     for thread in threads:
         thread.start()
     with gate.arrived:
-        assert gate.arrived.wait_for(lambda: gate.seen == 2, timeout=10)
-        # The other three wait for a slot: nothing more reaches Ironic.
-        assert not gate.arrived.wait_for(lambda: gate.seen > 2, timeout=0.3)
+        assert gate.arrived.wait_for(lambda: gate.seen == reached, timeout=10)
+    return threads
+
+
+def released(gate: GatedBaremetal, threads: list) -> None:
     gate.release.set()
     for thread in threads:
         thread.join(10)
+
+
+def test_calls_in_flight_never_exceed_the_cap(conf):
+    ironic, gate = gated_client(conf, threading.Event(), 2)
+    threads = calling(ironic, gate, 5, reached=2)
+    with gate.arrived:
+        # The other three wait for a slot: nothing more reaches Ironic.
+        assert not gate.arrived.wait_for(lambda: gate.seen > 2, timeout=0.3)
+    released(gate, threads)
     assert (gate.seen, gate.most) == (5, 2)
 
 
 def test_shutdown_ends_the_wait_for_a_slot(conf):
     shutdown = threading.Event()
     ironic, gate = gated_client(conf, shutdown, 1)
-    holder = threading.Thread(target=ironic.get_node, args=(NODE,))
-    holder.start()
-    with gate.arrived:
-        assert gate.arrived.wait_for(lambda: gate.seen == 1, timeout=10)
+    holder = calling(ironic, gate, 1, reached=1)
     shutdown.set()
     with pytest.raises(ServiceUnavailable, match="gave up waiting"):
         ironic.get_node(NODE)
-    gate.release.set()
-    holder.join(10)
+    released(gate, holder)
     assert gate.seen == 1
 
 
 def test_no_cap_by_default(conf):
     ironic, gate = gated_client(conf, threading.Event(), 0)
-    threads = [threading.Thread(target=ironic.get_node, args=(NODE,)) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    with gate.arrived:
-        assert gate.arrived.wait_for(lambda: gate.seen == 4, timeout=10)
-    gate.release.set()
-    for thread in threads:
-        thread.join(10)
+    released(gate, calling(ironic, gate, 4, reached=4))
     assert gate.most == 4
