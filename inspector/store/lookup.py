@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy import (
     Connection,
     and_,
+    bindparam,
     delete,
     func,
     insert,
@@ -29,14 +30,20 @@ DATA = IntrospectionData.__table__
 NODES = Node.__table__
 
 
-def set_attributes(session: Session, node_uuid: str, attributes: dict[str, list[str]]) -> None:
-    """Replace the node's lookup attributes with `attributes` (name -> values)."""
-    session.execute(delete(Attribute).where(Attribute.node_uuid == node_uuid))
+def set_attributes(
+    connection: Connection | Session, node_uuid: str, attributes: dict[str, list[str]]
+) -> None:
+    """Replace the node's lookup attributes with `attributes` (name -> values): Core
+    statements (one DELETE, one multi-row INSERT), inside the caller's transaction."""
+    connection.execute(delete(ATTRIBUTES).where(ATTRIBUTES.c.node_uuid == node_uuid))
     rows = {
         (name, value.lower()) for name, values in attributes.items() for value in values if value
     }
-    session.add_all(Attribute(name=n, value=v, node_uuid=node_uuid) for n, v in sorted(rows))
-    session.flush()
+    if rows:
+        connection.execute(
+            insert(ATTRIBUTES),
+            [{"name": n, "value": v, "node_uuid": node_uuid} for n, v in sorted(rows)],
+        )
 
 
 def _counts(attributes: dict[str, list[str]]):
@@ -114,6 +121,12 @@ def store_data(
     if connection.execute(update(DATA).where(key).values(data=encoded, stored_at=now)).rowcount:
         return
     connection.execute(insert(DATA).values(**values))
+
+
+#: A node's raw or processed data, as JSON text (the Store prepares it).
+READ_DATA = select(DATA.c.data).where(
+    DATA.c.node_uuid == bindparam("node_uuid"), DATA.c.processed == bindparam("processed")
+)
 
 
 def get_data(session: Session, node_uuid: str, *, processed: bool) -> dict[str, Any] | None:

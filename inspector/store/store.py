@@ -5,6 +5,7 @@ It owns transaction boundaries and error wrapping; queries live in their own mod
 """
 
 import contextlib
+import json
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
@@ -58,6 +59,7 @@ class Store:
         self._read_node = Prepared(self._autocommit, transitions.READ_NODE)
         self._load = Prepared(self._autocommit, transitions.LOAD)
         self._finish = Prepared(self._autocommit, transitions.FINISH)
+        self._read_data = Prepared(self._autocommit, lookup.READ_DATA)
         self._interrupt = Prepared(self._autocommit, transitions.INTERRUPT)
         self._ran = Prepared(self._autocommit, transitions.RAN)
         self._create_node = (
@@ -281,8 +283,7 @@ class Store:
             return listing.page(session, limit=limit, marker=marker, states=states)
 
     def set_attributes(self, node_uuid: str, attributes: dict[str, list[str]]) -> None:
-        with self.session() as session:
-            lookup.set_attributes(session, node_uuid, attributes)
+        self._write(lookup.set_attributes, node_uuid, attributes)
 
     def attributes(self, node_uuid: str) -> dict[str, list[str]]:
         with self.session() as session:
@@ -306,8 +307,9 @@ class Store:
             lookup.store_data(connection, node_uuid, data, processed=processed, now=now)
 
     def get_data(self, node_uuid: str, *, processed: bool) -> dict | None:
-        with self.session() as session:
-            return lookup.get_data(session, node_uuid, processed=processed)
+        """The node's raw or processed data; one prepared statement, no transaction."""
+        row = self._retried(lambda: self._read_data.first(node_uuid=node_uuid, processed=processed))
+        return None if row is None else json.loads(row["data"])
 
     def save_snapshot(self, node_uuid: str, node: dict, ports: list[dict] | None) -> None:
         """Keep Ironic's node (and ports) as read at the start of its introspection: one
