@@ -101,8 +101,16 @@ def attributes_of(session: Session, node_uuid: str) -> dict[str, list[str]]:
     return result
 
 
-#: The upsert of a node's data, per dialect (built once).
-_UPSERT_STATEMENTS = upserts.statements(DATA, ("node_uuid", "processed"), ("data", "stored_at"))
+#: The upsert of a node's data, per dialect (built once); parameters from `encode_data`.
+UPSERT_STATEMENTS = upserts.statements(DATA, ("node_uuid", "processed"), ("data", "stored_at"))
+
+
+def encode_data(
+    node_uuid: str, data: dict[str, Any], *, processed: bool, now: datetime
+) -> dict[str, Any]:
+    """The data's row."""
+    encoded = json.dumps(data, sort_keys=True)
+    return {"node_uuid": node_uuid, "processed": processed, "data": encoded, "stored_at": now}
 
 
 def store_data(
@@ -111,14 +119,14 @@ def store_data(
     """Insert or replace the node's raw (processed=False) or processed data: one
     statement where the dialect has an upsert, else an update and maybe an insert (to
     run in a transaction)."""
-    encoded = json.dumps(data, sort_keys=True)
-    values = {"node_uuid": node_uuid, "processed": processed, "data": encoded, "stored_at": now}
-    upsert = _UPSERT_STATEMENTS.get(connection.dialect.name)
+    values = encode_data(node_uuid, data, processed=processed, now=now)
+    upsert = UPSERT_STATEMENTS.get(connection.dialect.name)
     if upsert is not None:
         connection.execute(upsert, values)
         return
     key = (DATA.c.node_uuid == node_uuid) & (DATA.c.processed == processed)
-    if connection.execute(update(DATA).where(key).values(data=encoded, stored_at=now)).rowcount:
+    update_values = {"data": values["data"], "stored_at": now}
+    if connection.execute(update(DATA).where(key).values(**update_values)).rowcount:
         return
     connection.execute(insert(DATA).values(**values))
 

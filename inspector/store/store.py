@@ -25,7 +25,6 @@ from inspector.store import (
     singletons,
     snapshots,
     transitions,
-    upserts,
 )
 from inspector.store import engine as engines
 from inspector.store.nodes import UNSET, NodeRecord, Unset
@@ -59,16 +58,21 @@ class Store:
         self._read_node = Prepared(self._autocommit, transitions.READ_NODE)
         self._load = Prepared(self._autocommit, transitions.LOAD)
         self._finish = Prepared(self._autocommit, transitions.FINISH)
-        self._read_data = Prepared(self._autocommit, lookup.READ_DATA)
         self._interrupt = Prepared(self._autocommit, transitions.INTERRUPT)
         self._ran = Prepared(self._autocommit, transitions.RAN)
         self._create_node = (
             Prepared(self._autocommit, transitions.CREATE) if self._one_statement_swap else None
         )
-        upsert = snapshots.UPSERT_STATEMENTS.get(engine.dialect.name)
-        self._save_snapshot = None if upsert is None else Prepared(self._autocommit, upsert)
+        self._read_data = Prepared(self._autocommit, lookup.READ_DATA)
+        #: The upserts, where the database has one (else a transaction does it).
+        self._upsert_data = self._prepared_upsert(lookup.UPSERT_STATEMENTS)
+        self._upsert_snapshot = self._prepared_upsert(snapshots.UPSERT_STATEMENTS)
         #: One compare-and-swap statement per set of optional fields, prepared on use.
         self._swaps: dict[tuple[str, ...], Prepared] = {}
+
+    def _prepared_upsert(self, statements: dict) -> Prepared | None:
+        statement = statements.get(self.engine.dialect.name)
+        return None if statement is None else Prepared(self._autocommit, statement)
 
     @classmethod
     def from_url(cls, url: str, *, clock: Clock = utcnow, notify: bool = False) -> "Store":
@@ -193,16 +197,7 @@ class Store:
 
     def _create(self, change: Change) -> NodeRecord:
         """PostgreSQL: the new node and its request row in one statement."""
-        now = self.clock()
-        _, params = transitions.swap_params(change, now)
-        node = transitions.created(change, now)
-        del params["expected"]
-        params.update(
-            new_started_at=node.started_at,
-            new_finished_at=node.finished_at,
-            new_error=node.error,
-            new_manage_boot=node.manage_boot,
-        )
+        node, params = transitions.create_params(change, self.clock())
         with engines.translate_errors(self.engine):
             self._create_node.first(**params)
         return node
@@ -298,13 +293,16 @@ class Store:
         return self._read(lookup.candidates, attributes)
 
     def store_data(self, node_uuid: str, data: dict, *, processed: bool) -> None:
-        """Insert or replace the node's data, committed before returning: one statement
-        in autocommit where the database has an upsert (one round trip), else a
-        transaction."""
+        """Insert or replace the node's data, committed before returning: one prepared
+        statement in autocommit where the database has an upsert (one round trip), else
+        a transaction."""
         now = self.clock()
-        engine = self._autocommit if upserts.supported(self.engine) else self.engine
-        with engines.translate_errors(self.engine), engine.begin() as connection:
-            lookup.store_data(connection, node_uuid, data, processed=processed, now=now)
+        if self._upsert_data is None:
+            self._write(lookup.store_data, node_uuid, data, processed=processed, now=now)
+            return
+        values = lookup.encode_data(node_uuid, data, processed=processed, now=now)
+        with engines.translate_errors(self.engine):
+            self._upsert_data.run(**values)
 
     def get_data(self, node_uuid: str, *, processed: bool) -> dict | None:
         """The node's raw or processed data; one prepared statement, no transaction."""
@@ -315,12 +313,12 @@ class Store:
         """Keep Ironic's node (and ports) as read at the start of its introspection: one
         prepared statement in autocommit where the database has an upsert, else a
         transaction."""
-        if self._save_snapshot is None:
+        if self._upsert_snapshot is None:
             self._write(snapshots.save, node_uuid, node, ports, self.clock())
             return
         values = snapshots.encode(node_uuid, node, ports, self.clock())
         with engines.translate_errors(self.engine):
-            self._save_snapshot.run(**values)
+            self._upsert_snapshot.run(**values)
 
     def snapshot(self, node_uuid: str) -> SnapshotRecord | None:
         return self._read(snapshots.get, node_uuid)

@@ -112,11 +112,6 @@ def change_for(
     return change
 
 
-def read_node(connection: Connection, node_uuid: str) -> NodeRecord | None:
-    row = connection.execute(READ_NODE, {"uuid": node_uuid}).first()
-    return None if row is None else NodeRecord(**row._asdict())
-
-
 def loaded(row: dict) -> tuple[NodeRecord | None, RequestRecord | None]:
     """The records in a row of LOAD."""
     node = {name[5:]: value for name, value in row.items() if name.startswith("node_")}
@@ -216,7 +211,8 @@ def swap_statement(fields: tuple[str, ...]):
 
 
 #: PostgreSQL: a new node and its first request row as ONE statement, like the swap;
-#: Conflict (the database refuses it) when the node or the request already exists.
+#: Conflict (the database refuses it) when the node or the request already exists. The
+#: parameters are `create_params`'.
 CREATE = _recorded(
     insert(NODES)
     .values(
@@ -234,13 +230,10 @@ CREATE = _recorded(
 )
 
 
-def swap_params(change: Change, now: datetime) -> tuple[tuple[str, ...], dict]:
-    """The fields of `swap_statement` for `change`, and its parameters (with
-    `expected`, the version to swap from; CREATE takes them without it)."""
-    fields = _optional(change)
-    params = {
+def _request_params(change: Change, now: datetime) -> dict:
+    """The parameters `_recorded` takes (the request row), with the node's uuid."""
+    return {
         "node_uuid": change.node_uuid,
-        "expected": change.expected_version,
         "new_state": str(change.target),
         "now": now,
         "request_id": change.request_id,
@@ -250,8 +243,28 @@ def swap_params(change: Change, now: datetime) -> tuple[tuple[str, ...], dict]:
         "reason": change.error if isinstance(change.error, str) else None,
         "done_at": None if change.status == requests.APPLIED else now,
     }
+
+
+def swap_params(change: Change, now: datetime) -> tuple[tuple[str, ...], dict]:
+    """The fields of `swap_statement` for `change`, and its parameters."""
+    fields = _optional(change)
+    params = _request_params(change, now)
+    params["expected"] = change.expected_version
     params.update({f"new_{field}": value for field, value in fields.items()})
     return tuple(fields), params
+
+
+def create_params(change: Change, now: datetime) -> tuple[NodeRecord, dict]:
+    """The node CREATE writes for `change`, and its parameters."""
+    node = created(change, now)
+    params = _request_params(change, now)
+    params.update(
+        new_started_at=node.started_at,
+        new_finished_at=node.finished_at,
+        new_error=node.error,
+        new_manage_boot=node.manage_boot,
+    )
+    return node, params
 
 
 def created(change: Change, now: datetime) -> NodeRecord:

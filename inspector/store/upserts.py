@@ -6,7 +6,6 @@ execution (they have no cache key), a millisecond of CPU per call on the hot pat
 """
 
 from sqlalchemy import Table, TextClause, bindparam, text
-from sqlalchemy.engine import Connection, Engine
 
 #: What each dialect appends to the INSERT to replace the row it collides with.
 _CONFLICT = {
@@ -15,11 +14,6 @@ _CONFLICT = {
     "mysql": " ON DUPLICATE KEY UPDATE {values}",
     "mariadb": " ON DUPLICATE KEY UPDATE {values}",
 }
-
-
-def supported(connection_or_engine: Connection | Engine) -> bool:
-    """Whether an upsert is one statement there, atomic without a transaction."""
-    return connection_or_engine.dialect.name in _CONFLICT
 
 
 def statements(table: Table, keys: tuple[str, ...], values: tuple[str, ...]) -> dict:
