@@ -37,7 +37,13 @@ import uuid
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.worker import env, fresh_database, tooz_url, update_doc  # noqa: E402
+from bench.worker import (  # noqa: E402
+    delete_queues,
+    env,
+    fresh_database,
+    tooz_url,
+    update_doc,
+)
 from inspector.store import Change, Store  # noqa: E402
 
 PAYLOAD = ROOT.parent / "shared" / "fixtures" / "ipa" / "ipa-thismachine.json"
@@ -172,14 +178,6 @@ def fixed_rate(port, nodes, rate, seconds, connections):
     return asyncio.run(_fixed_rate(port, requests, rate, seconds, connections))
 
 
-def delete_queue(url, name):
-    import kombu  # noqa: PLC0415 - only here, once the run is over
-
-    with kombu.Connection(url) as connection:
-        for queue in (name, f"{name}.start"):  # both lanes of the work queue
-            connection.default_channel.queue_delete(queue)
-
-
 def seed(database_url, count):
     """Nodes waiting for their ramdisk, each found by its own MAC."""
     store = Store.from_url(database_url)
@@ -275,7 +273,7 @@ def run(args):
             results["continue_fixed_rate"] = fixed_rate(
                 port, nodes, args.continue_rate, args.seconds, args.connections
             )
-        delete_queue(rabbitmq, queue_name)
+        delete_queues(rabbitmq, queue_name)
     return results
 
 

@@ -19,10 +19,10 @@ import time
 import uuid
 from collections.abc import Iterator
 
-import kombu
 import requests
 
 from bench.fleet.peer import free_port, render_config
+from bench.worker import delete_queues
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 INSPECTOR = [sys.executable, "-m", "inspector.cmd"]
@@ -193,11 +193,4 @@ def running(
         _stop(processes)
         for handle in logs:
             handle.close()
-        _delete_queues(queue_url, queue_name)
-
-
-def _delete_queues(url: str, name: str) -> None:
-    """The run's work queue (both lanes) and its dead letters, not left in the broker."""
-    with contextlib.suppress(Exception), kombu.Connection(url) as connection:
-        for queue in (name, f"{name}.start", f"{name}.dead"):
-            connection.default_channel.queue_delete(queue)
+        delete_queues(queue_url, queue_name)
