@@ -1,7 +1,7 @@
 """The one exception hierarchy: every error carries its HTTP status and whether a retry may help.
 
 Third-party exceptions are wrapped into these by the module that calls the library;
-nothing outside that module sees a SQLAlchemy, tooz, kombu or openstacksdk error.
+nothing outside that module sees a SQLAlchemy, tooz, kombu, keystoneauth or urllib3 error.
 """
 
 

@@ -1,7 +1,7 @@
-"""The Ironic client: what we read from and change in Ironic, on openstacksdk's baremetal proxy.
+"""The Ironic client: what we read from and change in Ironic, over its REST API.
 
 Owns the connection to Ironic, its retry policy and the mapping of its failures to our
-errors; no openstacksdk or keystoneauth exception leaves this package. It decides nothing
+errors; no keystoneauth or transport exception leaves this package. It decides nothing
 about inspection itself.
 """
 

@@ -4,8 +4,8 @@ Owns the retry policy: connection failures, 5xx and 409 NodeLocked are retried
 [ironic] max_retries times, [ironic] retry_interval apart (NodeLocked first after
 0.1 s, doubling up to retry_interval), waiting on the shutdown event.
 Each method makes one request per attempt (listings one per page), and nothing waits
-for Ironic to reach a state. Requests go through the baremetal proxy's keystoneauth
-adapter as plain REST (inspector.ironic.rest), never through openstacksdk's resources.
+for Ironic to reach a state. Requests go as plain REST (inspector.ironic.rest) on our
+connection (inspector.ironic.connection).
 """
 
 import contextlib
@@ -42,7 +42,7 @@ class Ironic:
         conf: cfg.ConfigOpts,
         *,
         shutdown: threading.Event | None = None,
-        connection: Any = None,
+        connection: rest.Sender | None = None,
     ) -> None:
         group = conf[GROUP]
         self._max_retries: int = group.max_retries
@@ -65,7 +65,9 @@ class Ironic:
 
     def get_node(self, ident: str) -> IronicNode:
         """The node by UUID or name; NotFound when Ironic has none."""
-        node = self._call(f"get node {ident}", lambda bm: rest.send(bm.get, rest.node(ident)))
+        node = self._call(
+            f"get node {ident}", lambda http: rest.send(http, "GET", rest.node(ident))
+        )
         return IronicNode.from_ironic(node)
 
     def iter_nodes(
@@ -83,7 +85,7 @@ class Ironic:
     def create_node(self, *, driver: str, **fields: Any) -> IronicNode:
         """A new node (enroll state), fields named as Ironic's API names them."""
         body = {"driver": driver, **fields}
-        node = self._call("create a node", lambda bm: rest.send(bm.post, "/nodes", body))
+        node = self._call("create a node", lambda http: rest.send(http, "POST", "/nodes", body))
         return IronicNode.from_ironic(node)
 
     def patch_node(
@@ -94,21 +96,21 @@ class Ironic:
         params = {"reset_interfaces": "true"} if reset_interfaces else None
         node = self._call(
             f"patch node {node_uuid}",
-            lambda bm: rest.send(bm.patch, rest.node(node_uuid), patch, params=params),
+            lambda http: rest.send(http, "PATCH", rest.node(node_uuid), patch, params=params),
         )
         return IronicNode.from_ironic(node)
 
     def add_trait(self, node_uuid: str, trait: str) -> None:
         self._call(
             f"add trait {trait} to node {node_uuid}",
-            lambda bm: rest.send(bm.put, rest.node(node_uuid, "traits", trait)),
+            lambda http: rest.send(http, "PUT", rest.node(node_uuid, "traits", trait)),
         )
 
     def remove_trait(self, node_uuid: str, trait: str) -> None:
         """Remove the trait; a node without it is fine (a node Ironic has not is NotFound)."""
         self._call(
             f"remove trait {trait} from node {node_uuid}",
-            lambda bm: rest.remove_trait(bm, node_uuid, trait),
+            lambda http: rest.remove_trait(http, node_uuid, trait),
         )
 
     def set_boot_device(
@@ -117,7 +119,9 @@ class Ironic:
         body = {"boot_device": device, "persistent": persistent}
         self._call(
             f"set the boot device of node {node_uuid}",
-            lambda bm: rest.send(bm.put, rest.node(node_uuid, "management", "boot_device"), body),
+            lambda http: rest.send(
+                http, "PUT", rest.node(node_uuid, "management", "boot_device"), body
+            ),
         )
 
     def set_power_state(self, node_uuid: str, target: str) -> None:
@@ -125,7 +129,7 @@ class Ironic:
         body = {"target": target}
         self._call(
             f"set the power of node {node_uuid} to {target}",
-            lambda bm: rest.send(bm.put, rest.node(node_uuid, "states", "power"), body),
+            lambda http: rest.send(http, "PUT", rest.node(node_uuid, "states", "power"), body),
         )
 
     # ------------------------------------------------------------ ports
@@ -167,37 +171,38 @@ class Ironic:
         body = {"node_uuid": node_uuid, "address": address, **fields}
         port = self._call(
             f"create port {address} for node {node_uuid}",
-            lambda bm: rest.send(bm.post, "/ports", body),
+            lambda http: rest.send(http, "POST", "/ports", body),
         )
         return IronicPort.from_ironic(port)
 
     def update_port(self, port_uuid: str, patch: list[dict]) -> IronicPort:
         """One JSON-patch PATCH of the port."""
         port = self._call(
-            f"patch port {port_uuid}", lambda bm: rest.send(bm.patch, rest.port(port_uuid), patch)
+            f"patch port {port_uuid}",
+            lambda http: rest.send(http, "PATCH", rest.port(port_uuid), patch),
         )
         return IronicPort.from_ironic(port)
 
     def delete_port(self, port_uuid: str) -> None:
         """NotFound when the port is already gone."""
         self._call(
-            f"delete port {port_uuid}", lambda bm: rest.send(bm.delete, rest.port(port_uuid))
+            f"delete port {port_uuid}", lambda http: rest.send(http, "DELETE", rest.port(port_uuid))
         )
 
     # ------------------------------------------------------------ machinery
 
-    def _call(self, what: str, request: Callable[[Any], T]) -> T:
-        """request(the baremetal proxy), retried per our policy; only InspectorErrors escape."""
+    def _call(self, what: str, request: Callable[[rest.Sender], T]) -> T:
+        """request(the connection), retried per our policy; only InspectorErrors escape."""
         attempt = locked = 0
         while True:
             attempt += 1
             with self._lock:
                 self._calls += 1
             try:
-                # Inside the try: the proxy's first use reads Ironic's version document.
+                # Inside the try: the connection's first use reads Ironic's version document.
                 with self._slot(what):
-                    return request(self._connection.baremetal)
-            except failures.LIBRARY_ERRORS as exc:
+                    return request(self._connection)
+            except failures.ERRORS as exc:
                 reason = failures.retry_reason(exc)
                 if reason is None:
                     raise failures.translate(exc, what) from exc
@@ -257,7 +262,7 @@ class Ironic:
             if marker is not None:
                 query["marker"] = marker
             body = self._call(
-                f"list {kind}", lambda bm, query=query: rest.send(bm.get, path, params=query)
+                f"list {kind}", lambda http, query=query: rest.send(http, "GET", path, params=query)
             )
             items = body.get(kind) or []
             yield from items

@@ -30,16 +30,18 @@ def make_conf(endpoint: str, tmp_path, *, max_retries: int = 3, retry_interval: 
 
 
 class Recorder:
-    """Every HTTP request the client's connection sent, as (method, path, query)."""
+    """The client's connection, recording every HTTP request it sends as (method, path,
+    query) as Ironic receives them: the path with its /v1, the query's values as text."""
 
     def __init__(self, connection) -> None:
         self.requests: list[tuple[str, str, dict]] = []
-        connection.session.session.hooks["response"].append(self._record)
+        self._connection = connection
 
-    def _record(self, response, *args, **kwargs):
-        url = urllib.parse.urlsplit(response.request.url)
-        query = dict(urllib.parse.parse_qsl(url.query))
-        self.requests.append((response.request.method, url.path, query))
+    def send(self, method, path, body=None, params=None):
+        reply = self._connection.send(method, path, body, params)
+        query = dict(urllib.parse.parse_qsl(urllib.parse.urlencode(params or {})))
+        self.requests.append((method, "/v1" + path, query))
+        return reply
 
     def to(self, method: str, path: str) -> list[dict]:
         return [query for m, p, query in self.requests if m == method and p == path]
@@ -49,9 +51,8 @@ class Recorder:
 def recorded(ironic_url, tmp_path):
     """A client whose requests are recorded, and the recorder."""
     conf = make_conf(ironic_url, tmp_path)
-    connection = connect(conf)
-    recorder = Recorder(connection)
-    return Ironic(conf, connection=connection), recorder
+    recorder = Recorder(connect(conf))
+    return Ironic(conf, connection=recorder), recorder
 
 
 @pytest.fixture

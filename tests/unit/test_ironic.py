@@ -6,9 +6,7 @@ import threading
 from typing import Any
 
 import pytest
-import requests
 from keystoneauth1 import exceptions as ks_exceptions
-from openstack import exceptions as sdk_exceptions
 
 from inspector.errors import (
     BadRequest,
@@ -18,7 +16,9 @@ from inspector.errors import (
     NotFound,
     ServiceUnavailable,
 )
-from inspector.ironic import API_VERSION, Ironic, IronicNode, IronicPort, bmc_addresses, connect
+from inspector.ironic import Ironic, IronicNode, IronicPort, bmc_addresses, connect
+from inspector.ironic.connection import Reply
+from inspector.ironic.failures import HttpError, Unreachable
 
 NODE = "1be26c0b-03f2-4d2e-ae87-c02d7f33c123"
 LOCKED = "Node 1be26c0b is locked by host conductor-1, please retry after the current operation"
@@ -36,63 +36,50 @@ class RecordingEvent(threading.Event):
         return self.is_set()
 
 
-class FakeBaremetal:
-    """The baremetal proxy's adapter methods (get, put...), answering from a script of
-    requests.Response objects and exceptions, as keystoneauth does with raise_exc off."""
+class FakeConnection:
+    """The connection's send, answering from a script of Replies and exceptions, as the
+    real one does (an HTTP error is a Reply; no answer is an exception)."""
 
     def __init__(self, *outcomes: Any) -> None:
         self.outcomes = list(outcomes)
         self.requests: list[tuple[str, tuple, dict]] = []
 
-    def _answer(self, name: str, *args: Any, **kwargs: Any) -> Any:
-        self.requests.append((name, args, kwargs))
+    def send(self, method: str, path: str, body: Any = None, params: dict | None = None) -> Any:
+        sent = {"json": body} if body is not None else {}
+        if params:
+            sent["params"] = params
+        self.requests.append((method.lower(), (path,), sent))
         outcome = self.outcomes.pop(0)
         if isinstance(outcome, BaseException):
             raise outcome
         return outcome
 
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return lambda *args, **kwargs: self._answer(name, *args, **kwargs)
+
+def response(status: int, body: Any = None) -> Reply:
+    """Ironic's answer (no body when body is None)."""
+    return Reply(status, b"" if body is None else json.dumps(body).encode())
 
 
-class FakeConnection:
-    def __init__(self, *outcomes: Any) -> None:
-        self.baremetal = FakeBaremetal(*outcomes)
-
-
-def response(status: int, body: Any = None) -> requests.Response:
-    """A requests.Response as keystoneauth hands it over (no body when body is None)."""
-    result = requests.Response()
-    result.status_code = status
-    if body is None:
-        result._content = b""
-    else:
-        result.headers["content-type"] = "application/json"
-        result._content = json.dumps(body).encode()
-    return result
-
-
-def ironic_error(status: int, message: str = "Oops") -> requests.Response:
+def ironic_error(status: int, message: str = "Oops") -> Reply:
     """An error as Ironic sends it: the message JSON-encoded inside error_message."""
     return response(status, {"error_message": json.dumps({"faultstring": message})})
 
 
-def a_node(**fields: Any) -> requests.Response:
+def a_node(**fields: Any) -> Reply:
     """Ironic's 200 answer with a node, as GET and PATCH /v1/nodes/{ident} send it."""
     values = {"uuid": NODE, "name": "node-1", "provision_state": "manageable"}
     values.update(driver="fake-hardware", power_state="power off", maintenance=False)
     return response(200, {**values, **fields})
 
 
-#: What every request sends besides its path, body and query.
-SENT = {"microversion": API_VERSION, "headers": {"Accept": "application/json"}}
+#: What a request without body or query sends besides its method and path (the headers
+#: are the connection's, tested below on a real HTTP server).
+SENT: dict = {}
 
 
 def sent(ironic: Ironic) -> list[tuple[str, tuple, dict]]:
-    """(adapter method, positional arguments, keyword arguments) of every request."""
-    return ironic._connection.baremetal.requests
+    """(method, (path,), {"json": body, "params": query}) of every request."""
+    return ironic._connection.requests
 
 
 @pytest.fixture
@@ -119,11 +106,13 @@ def client(conf, shutdown, *outcomes: Any) -> Ironic:
     [
         ironic_error(503, "No free conductor workers"),
         ironic_error(500, "Internal Server Error"),
+        Unreachable("Connection refused"),
+        Unreachable("Read timed out"),
         ks_exceptions.ConnectFailure("Connection refused"),
         ks_exceptions.ConnectTimeout("timed out"),
         ks_exceptions.DiscoveryFailure("Unable to find a version discovery document"),
     ],
-    ids=["503", "500", "refused", "timeout", "discovery"],
+    ids=["503", "500", "refused", "timeout", "auth-refused", "auth-timeout", "discovery"],
 )
 def test_retries_then_succeeds(conf, shutdown, failure):
     ironic = client(conf, shutdown, failure, failure, a_node())
@@ -201,7 +190,8 @@ def test_not_found(conf, shutdown):
     with pytest.raises(NotFound, match="Node nope could not be found") as caught:
         ironic.get_node("nope")
     assert caught.value.http_status == 404
-    assert isinstance(caught.value.__cause__, sdk_exceptions.NotFoundException)
+    assert isinstance(caught.value.__cause__, HttpError)
+    assert caught.value.__cause__.status == 404
     assert shutdown.waits == []
 
 
@@ -248,14 +238,29 @@ def test_refused_credentials_answered_by_ironic_are_ours(conf, shutdown, status)
 
 
 def test_no_library_exception_leaves(conf, shutdown):
-    ironic = client(conf, shutdown, sdk_exceptions.SDKException("something odd"))
+    ironic = client(conf, shutdown, ks_exceptions.ClientException("something odd"))
     with pytest.raises(InspectorError, match="something odd"):
         ironic.get_node(NODE)
 
 
+def test_a_tls_failure_is_not_retried(conf, shutdown):
+    refused = Unreachable("TLS failed: certificate verify failed", retriable=False)
+    ironic = client(conf, shutdown, refused, a_node())
+    with pytest.raises(InspectorError, match="certificate verify failed") as caught:
+        ironic.get_node(NODE)
+    assert type(caught.value) is InspectorError
+    assert shutdown.waits == []
+
+
+def test_an_error_that_is_not_ironics_format_is_quoted(conf, shutdown):
+    conf.set_override("max_retries", 0, group="ironic")
+    ironic = client(conf, shutdown, Reply(502, b"<html>Bad Gateway</html>"))
+    with pytest.raises(ServiceUnavailable, match="HTTP 502: <html>Bad Gateway</html>"):
+        ironic.get_node(NODE)
+
+
 def test_an_answer_that_is_not_json_is_our_error(conf, shutdown):
-    garbled = response(200)
-    garbled._content = b"<html>proxy says hi</html>"
+    garbled = Reply(200, b"<html>proxy says hi</html>")
     ironic = client(conf, shutdown, garbled)
     with pytest.raises(InspectorError, match="no JSON") as caught:
         ironic.get_node(NODE)
@@ -420,7 +425,7 @@ def test_create_port_sends_only_the_fields_given(conf, shutdown):
     assert sent(ironic) == [("post", ("/ports",), {**SENT, "json": body})]
 
 
-def page(kind: str, uuids: list[str], more: bool) -> requests.Response:
+def page(kind: str, uuids: list[str], more: bool) -> Reply:
     body: dict[str, Any] = {kind: [{"uuid": u, "driver": "fake-hardware"} for u in uuids]}
     if more:
         body["next"] = f"http://ironic/v1/{kind}?limit=2&marker={uuids[-1]}"
@@ -445,7 +450,6 @@ def test_iter_nodes_pages_follow_next_and_retry_each_page(conf, shutdown):
         {"limit": 2, "marker": "b"},
         {"limit": 2, "marker": "d"},
     ]
-    assert all(kwargs["microversion"] == API_VERSION for _, _, kwargs in gets)
     assert ironic.calls == 4
 
 
@@ -496,8 +500,7 @@ def test_connection_to_a_standalone_ironic(conf):
     conf.set_override("auth_type", "none", group="ironic")
     conf.set_override("endpoint_override", "http://127.0.0.1:1", group="ironic")
     connection = connect(conf)
-    assert connection.session.timeout == 30.0
-    assert connection.config.get_api_version("baremetal") == API_VERSION
+    assert connection.session.timeout == 30.0  # no I/O yet: nothing listens there
 
 
 # ---------------------------------------------------------------- bmc_addresses
@@ -554,8 +557,8 @@ def test_bmc_host_names_are_resolved():
 # ---------------------------------------------------------------- concurrency cap
 
 
-class GatedBaremetal:
-    """Every GET blocks until released; counts the requests in flight."""
+class GatedConnection:
+    """Every request blocks until released; counts the requests in flight."""
 
     def __init__(self) -> None:
         self.release = threading.Event()
@@ -563,7 +566,7 @@ class GatedBaremetal:
         self.in_flight = self.most = self.seen = 0
         self.arrived = threading.Condition(self.lock)
 
-    def get(self, *args: Any, **kwargs: Any) -> requests.Response:
+    def send(self, *args: Any, **kwargs: Any) -> Reply:
         with self.lock:
             self.in_flight += 1
             self.seen += 1
@@ -577,14 +580,13 @@ class GatedBaremetal:
                 self.in_flight -= 1
 
 
-def gated_client(conf, shutdown, limit: int) -> tuple[Ironic, GatedBaremetal]:
+def gated_client(conf, shutdown, limit: int) -> tuple[Ironic, GatedConnection]:
     conf.set_override("max_concurrent_calls", limit, group="ironic")
-    connection = FakeConnection()
-    connection.baremetal = GatedBaremetal()
-    return Ironic(conf, shutdown=shutdown, connection=connection), connection.baremetal
+    gate = GatedConnection()
+    return Ironic(conf, shutdown=shutdown, connection=gate), gate
 
 
-def calling(ironic: Ironic, gate: GatedBaremetal, count: int, reached: int) -> list:
+def calling(ironic: Ironic, gate: GatedConnection, count: int, reached: int) -> list:
     """`count` threads each getting the node, once `reached` requests reached Ironic."""
     threads = [threading.Thread(target=ironic.get_node, args=(NODE,)) for _ in range(count)]
     for thread in threads:
@@ -594,7 +596,7 @@ def calling(ironic: Ironic, gate: GatedBaremetal, count: int, reached: int) -> l
     return threads
 
 
-def released(gate: GatedBaremetal, threads: list) -> None:
+def released(gate: GatedConnection, threads: list) -> None:
     gate.release.set()
     for thread in threads:
         thread.join(10)
