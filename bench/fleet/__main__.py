@@ -84,14 +84,18 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def merge(results: dict, earlier: dict, ran: list[str]) -> None:
-    """Add to `results` the scenarios of `earlier` of the kinds this run did not run."""
-    kinds = {"batches": "batch"}
-    again = {kinds.get(name, name) for name in ran}
-    kept = [s for s in earlier["scenarios"] if s["name"].split("-")[0] not in again]
+def merge(results: dict, earlier: dict) -> None:
+    """Add to `results` the scenarios of `earlier` this run did not run again: the same
+    scenario (name), target and worker count are replaced, any other is kept."""
+    again = {_key(s) for s in results["scenarios"]}
+    kept = [s for s in earlier["scenarios"] if _key(s) not in again]
     results["scenarios"] = kept + results["scenarios"]
     results["command"] = f"{earlier.get('command')}\n{results['command']}"
     results["machine"]["earlier_run"] = earlier.get("machine", {}).get("when")
+
+
+def _key(scenario: dict) -> tuple:
+    return scenario["name"], scenario["target"], scenario.get("workers")
 
 
 def _leave(signum: int, _frame: object) -> None:
@@ -127,7 +131,7 @@ def main(argv: list[str] | None = None) -> dict:
         "scenarios": scenarios,
     }
     if args.merge:
-        merge(results, json.loads(pathlib.Path(args.merge).read_text()), args.scenarios)
+        merge(results, json.loads(pathlib.Path(args.merge).read_text()))
     results["targets"] = targets.evaluate(results)
     out = pathlib.Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

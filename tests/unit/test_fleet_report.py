@@ -1,4 +1,5 @@
-"""bench/fleet/report.py: tables, targets, the section in the doc and the plots."""
+"""bench/fleet/report.py: tables, targets, the section in the doc and the plots; and how
+the command merges a run into earlier results."""
 
 import copy
 import pathlib
@@ -6,6 +7,7 @@ import pathlib
 import pytest
 
 from bench.fleet import report, targets
+from bench.fleet.__main__ import merge
 from bench.fleet.proxy import Call, summary
 
 
@@ -212,3 +214,28 @@ def test_calls_answered_409_are_counted_apart_from_those_ironic_carried_out() ->
     (calls_target,) = [t for t in found if t["name"].startswith("no more Ironic calls")]
     assert calls_target["value"] == 6 and calls_target["met"]
     assert "1.00 answered 409" in calls_target["detail"]
+
+
+def test_merge_replaces_only_the_scenarios_run_again() -> None:
+    def run(*scenarios: dict, command: str) -> dict:
+        return {"scenarios": list(scenarios), "command": command, "machine": {"when": command}}
+
+    earlier = run(
+        _scenario("batch-200", "inspector"),
+        _scenario("batch-200", "ironic-inspector"),
+        _scenario("batch-1000", "inspector"),
+        _scenario("batch-1000", "inspector", workers=2),
+        command="first",
+    )
+    results = run(_scenario("batch-1000", "inspector", batch_seconds=99.0), command="second")
+    merge(results, earlier)
+    kept = [
+        (s["name"], s["target"], s["workers"], s["batch_seconds"]) for s in results["scenarios"]
+    ]
+    assert kept == [
+        ("batch-200", "inspector", 1, 12.0),
+        ("batch-200", "ironic-inspector", 1, 12.0),
+        ("batch-1000", "inspector", 2, 12.0),
+        ("batch-1000", "inspector", 1, 99.0),
+    ]
+    assert results["command"] == "first\nsecond"
