@@ -22,8 +22,10 @@ from inspector.machine import Event
 
 LOG = logging.getLogger(__name__)
 
-#: Longest single wait on the broker inside get(), so that shutdown is seen promptly.
-POLL_SLICE = 0.25
+#: Longest single wait on the broker inside get(), so that shutdown is seen within a
+#: second. Each slice wakes the thread: 0.25 s cost an idle process of 8 threads 5 ms of
+#: CPU a second, 1 s costs 1.6 ms.
+POLL_SLICE = 1.0
 #: Suffix of the queue that receives dead letters (one for both lanes).
 DEAD_SUFFIX = ".dead"
 #: Suffix of the start lane, the queue of START_EVENTS; the others use the queue's name.
