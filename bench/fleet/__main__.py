@@ -86,7 +86,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 
 def merge(results: dict, earlier: dict) -> None:
     """Add to `results` the scenarios of `earlier` this run did not run again: the same
-    scenario (name), target and worker count are replaced, any other is kept."""
+    scenario (name) with the same target, worker count and site size is replaced, any
+    other is kept."""
     again = {_key(s) for s in results["scenarios"]}
     kept = [s for s in earlier["scenarios"] if _key(s) not in again]
     results["scenarios"] = kept + results["scenarios"]
@@ -95,7 +96,7 @@ def merge(results: dict, earlier: dict) -> None:
 
 
 def _key(scenario: dict) -> tuple:
-    return scenario["name"], scenario["target"], scenario.get("workers")
+    return scenario["name"], scenario["target"], scenario.get("workers"), scenario.get("enrolled")
 
 
 def _leave(signum: int, _frame: object) -> None:

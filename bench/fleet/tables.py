@@ -169,7 +169,8 @@ def time_section(results: dict) -> list[str]:
             seconds if seconds is not None else s.get("ironic_seconds_per_introspection"), 3
         )
 
-    columns = [NAME, TARGET, _col("introspection p50 s", "introspection_seconds", "p50", digits=2)]
+    columns = [NAME, TARGET, _col("enrolled", "enrolled")]
+    columns += [_col("introspection p50 s", "introspection_seconds", "p50", digits=2)]
     columns += [("ironic s", ironic)]
     columns += [
         _col(f"{b} s", "backend_seconds_per_introspection", b, digits=3)

@@ -24,8 +24,9 @@ def _find(scenarios: list[dict], name: str, target: str, **match: object) -> dic
 
 
 def _largest(scenarios: list[dict], prefix: str, target: str, **match: object) -> dict | None:
+    """The largest batch, on the largest site when several sites ran it."""
     found = _matching(scenarios, target, prefix, prefix=True, **match)
-    return max(found, key=lambda e: e["batch"], default=None)
+    return max(found, key=lambda e: (e["batch"], e.get("enrolled", 0)), default=None)
 
 
 def _target(name: str, value: float, limit: float, met: bool, detail: str) -> dict:
@@ -95,7 +96,8 @@ def evaluate(results: dict) -> list[dict]:
                 50.0,
                 p99 < 50.0,
                 f"{p99:.1f} ms over {big['continue_ms']['count']} posts "
-                f"({big['batch']} nodes, {big['workers']} worker processes)",
+                f"({big['batch']} nodes of {big.get('enrolled', '?')} enrolled, "
+                f"{big['workers']} worker processes)",
             )
         )
     cpu_source = big or ours
@@ -114,7 +116,13 @@ def evaluate(results: dict) -> list[dict]:
         )
     killed = _largest(scenarios, "kill-", "inspector")
     if killed:
-        normal = _find(scenarios, f"batch-{killed['batch']}", "inspector", workers=2)
+        normal = _find(
+            scenarios,
+            f"batch-{killed['batch']}",
+            "inspector",
+            workers=2,
+            enrolled=killed.get("enrolled"),
+        )
         everyone = killed["finished"] == killed["batch"]
         if normal:
             ratio = killed["throughput"] / normal["throughput"]

@@ -225,6 +225,7 @@ def test_merge_replaces_only_the_scenarios_run_again() -> None:
         _scenario("batch-200", "ironic-inspector"),
         _scenario("batch-1000", "inspector"),
         _scenario("batch-1000", "inspector", workers=2),
+        _scenario("batch-1000", "inspector", enrolled=10000),
         command="first",
     )
     results = run(_scenario("batch-1000", "inspector", batch_seconds=99.0), command="second")
@@ -236,6 +237,7 @@ def test_merge_replaces_only_the_scenarios_run_again() -> None:
         ("batch-200", "inspector", 1, 12.0),
         ("batch-200", "ironic-inspector", 1, 12.0),
         ("batch-1000", "inspector", 2, 12.0),
+        ("batch-1000", "inspector", 1, 12.0),
         ("batch-1000", "inspector", 1, 99.0),
     ]
     assert results["command"] == "first\nsecond"
