@@ -87,17 +87,31 @@ def evaluate(results: dict) -> list[dict]:
             )
         )
     big = _largest(scenarios, "batch-", "inspector")
-    if big and big.get("continue_ms"):
-        p99 = big["continue_ms"]["p99"]
+    # The p99 of every run of that batch (each worker count, each site), the worst one.
+    runs = [
+        e
+        for e in _matching(scenarios, "inspector", "batch-", prefix=True)
+        if big and e["batch"] == big["batch"] and e.get("continue_ms")
+    ]
+    if runs:
+        worst = max(runs, key=lambda e: e["continue_ms"]["p99"])
+        p99 = worst["continue_ms"]["p99"]
+        others = ", ".join(
+            f"{e['continue_ms']['p99']:.1f} ms ({e['workers']} workers, {e.get('enrolled', '?')} "
+            "enrolled)"
+            for e in runs
+            if e is not worst
+        )
         found.append(
             _target(
                 "/v1/continue p99 under 50 ms during the largest batch",
                 p99,
                 50.0,
                 p99 < 50.0,
-                f"{p99:.1f} ms over {big['continue_ms']['count']} posts "
-                f"({big['batch']} nodes of {big.get('enrolled', '?')} enrolled, "
-                f"{big['workers']} worker processes)",
+                f"{p99:.1f} ms over {worst['continue_ms']['count']} posts "
+                f"({worst['batch']} nodes of {worst.get('enrolled', '?')} enrolled, "
+                f"{worst['workers']} worker processes), the worst of its runs"
+                + (f"; the others: {others}" if others else ""),
             )
         )
     cpu_source = big or ours

@@ -241,3 +241,31 @@ def test_merge_replaces_only_the_scenarios_run_again() -> None:
         ("batch-1000", "inspector", 1, 99.0),
     ]
     assert results["command"] == "first\nsecond"
+
+
+def test_the_continue_target_reads_the_worst_run_of_the_largest_batch() -> None:
+    def batch(workers: int, enrolled: int, p99: float, size: int = 1000) -> dict:
+        continue_ms = {"p50": 5.0, "p95": 20.0, "p99": p99, "max": p99, "count": size}
+        return _scenario(
+            f"batch-{size}",
+            "inspector",
+            batch=size,
+            workers=workers,
+            enrolled=enrolled,
+            continue_ms=continue_ms,
+        )
+
+    scenarios = [
+        batch(1, 1000, 80.0, size=200),
+        batch(1, 1000, 40.5),
+        batch(2, 1000, 51.7),
+        batch(1, 10000, 30.0),
+    ]
+    [target] = [
+        t
+        for t in targets.evaluate({"scenarios": scenarios})
+        if t["name"].startswith("/v1/continue")
+    ]
+    assert (target["value"], target["met"]) == (51.7, False)
+    assert "1000 nodes of 1000 enrolled, 2 worker processes" in target["detail"]
+    assert "40.5 ms (1 workers, 1000 enrolled)" in target["detail"]
