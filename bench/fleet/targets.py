@@ -123,7 +123,8 @@ def evaluate(results: dict) -> list[dict]:
                 cpu,
                 20.0,
                 cpu < 20.0,
-                f"{cpu:.1f} ms ({cpu_source['name']}, API and worker processes; "
+                f"{cpu:.1f} ms ({cpu_source['name']} on {cpu_source.get('enrolled', '?')} "
+                "enrolled, API and worker processes; "
                 f"{cpu_source.get('busy_cpu_ms_per_introspection', cpu):.1f} ms without "
                 "their idle cost)",
             )
