@@ -181,9 +181,10 @@ class WorkQueue:
         action = "publish to" if name == self.queue_name else f"publish to {name} for"
         self._links.run(action, lambda link: link.publish(name, body))
 
-    def _dead_letter_record(self, body: bytes, reason: str) -> str:
+    def _dead_letter_record(self, body: bytes, reason: str, lane: str) -> str:
         record = {
             "queue": self.queue_name,
+            "lane": lane,
             "reason": reason,
             "body": body.decode("utf-8", "replace"),
             "dead_at": self._clock(),
@@ -246,7 +247,10 @@ class Delivery:
         """Move the raw body, with `reason`, to the queue `<name>.dead`, then ack."""
         self._check()
         queue = self._queue
-        queue._publish(queue.dead_queue_name, queue._dead_letter_record(self.body, reason))
+        # The lane it came from: the default exchange routes on the queue's name.
+        lane = (self._message.delivery_info or {}).get("routing_key") or queue.queue_name
+        record = queue._dead_letter_record(self.body, reason, lane)
+        queue._publish(queue.dead_queue_name, record)
         if self.request is None:
             LOG.warning(
                 "Dead-lettered a malformed message to %s: %s", queue.dead_queue_name, reason

@@ -368,6 +368,7 @@ def test_malformed_body_is_dead_lettered(
     assert record["body"] == body
     assert record["reason"] == f"malformed: {delivery.error}"
     assert record["queue"] == queue_name
+    assert record["lane"] == queue_name
     dead.ack()
 
 
@@ -381,6 +382,7 @@ def test_dead_letter_of_a_request(make_queue: MakeQueue, queue_name: str) -> Non
     record = json.loads(dead.body)
     assert record["reason"] == "no such node"
     assert Envelope.from_json(record["body"]).request == request
+    assert record["lane"] == f"{queue_name}.start"  # inspect starts an introspection
     dead.ack()
 
 
