@@ -209,8 +209,8 @@ def _pool(session: ks_session.Session, endpoint: str) -> urllib3.PoolManager:
             tls["cert_file"], tls["key_file"] = cert
         elif cert:
             tls["cert_file"] = cert
-    host = urllib.parse.urlsplit(endpoint).hostname or ""
-    proxy = urllib.request.getproxies().get(urllib.parse.urlsplit(endpoint).scheme)
-    if proxy and not urllib.request.proxy_bypass(host):
+    where = urllib.parse.urlsplit(endpoint)
+    proxy = urllib.request.getproxies().get(where.scheme)
+    if proxy and not urllib.request.proxy_bypass(where.hostname or ""):
         return urllib3.ProxyManager(proxy, num_pools=4, maxsize=POOL_SIZE, **tls)
     return urllib3.PoolManager(num_pools=4, maxsize=POOL_SIZE, **tls)
