@@ -32,6 +32,15 @@ SQLITE_FILE = "inspector.sqlite"
 POOL_SIZE = 10
 #: Connections opened beyond POOL_SIZE at peaks, closed when returned.
 MAX_OVERFLOW = 20
+#: Milliseconds PostgreSQL lets a session sit idle inside a transaction before it ends
+#: the session, releasing its row locks. Our transactions never wait on anything but
+#: the database, so only a frozen process (SIGSTOP, a stalled VM, a debugger) gets
+#: there; without it, a process frozen holding a row lock (a node's row, a singleton's
+#: leadership marker) blocks every other process that needs the row until it wakes.
+#: A URL whose query sets `options` keeps its own.
+IDLE_IN_TRANSACTION_TIMEOUT_MS = 10_000
+#: Drivers that pass libpq's `options` (server settings) at connect time.
+_LIBPQ_DRIVERS = ("psycopg", "psycopg2")
 
 
 def default_url(state_path: str | os.PathLike[str]) -> str:
@@ -100,10 +109,17 @@ def _server_engine(url: URL, **options: Any) -> Engine:
 
 
 def _connect_args(url: URL) -> dict[str, Any]:
+    args: dict[str, Any] = {}
     if url.get_backend_name() in ("postgresql", "mysql", "mariadb"):
         if "connect_timeout" not in url.query:
-            return {"connect_timeout": CONNECT_TIMEOUT}
-    return {}
+            args["connect_timeout"] = CONNECT_TIMEOUT
+    if url.get_backend_name() == "postgresql" and url.get_driver_name() in _LIBPQ_DRIVERS:
+        if "options" not in url.query:
+            # Sent in the start-up packet: no round trip of its own.
+            args["options"] = (
+                f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_TIMEOUT_MS:d}"
+            )
+    return args
 
 
 def _configure_sqlite(dbapi_connection: Any, _record: Any) -> None:
