@@ -1,8 +1,14 @@
 """One request, one step: lock the node, compute and commit the transition, run its task,
-enqueue follow-ups, acknowledge. The design's worker loop body, written for redelivery.
+apply or enqueue its follow-ups, acknowledge. The design's worker loop body, written for
+redelivery.
+
+A follow-up into a state without a task of its own (`wait` after a start, `finish` after
+processing) is applied at once, under the lock the step holds: no queue round trip, and
+the node is `waiting` or `finished` the moment its task is done. One whose transition
+runs a task (enrolment's `continue`), or that cannot be applied now, is enqueued.
 
 Never blocks on a lock (busy: retry later) and never acknowledges before the state change
-is committed and the follow-ups are enqueued.
+is committed and the follow-ups are applied or enqueued.
 """
 
 import logging
@@ -120,10 +126,15 @@ class Handler:
         inspector.worker.metrics); None means "not yet, retry later"."""
         if request.event in (DELETE, EXPIRE):
             return self._remove(request)
+        return self._apply(request)
+
+    def _apply(self, request: Request, *, follow_up: bool = False) -> str | None:
+        """An event's step. A `follow_up` applied in its parent's step is left for the
+        queue (None) when it was seen before or its transition runs a task."""
         event = Event(request.event)
         node, seen = self.store.load(request.node_uuid, request.request_id)
         if seen is not None:
-            return self._redelivered(request, event, seen, node)
+            return None if follow_up else self._redelivered(request, event, seen, node)
         if node is None and not self.machine.can(None, event):
             self._log(request, logging.INFO, "node not in the store (yet): later")
             return None
@@ -132,6 +143,8 @@ class Handler:
             transition = self.machine.advance(state, event)
         except errors.InvalidTransition as exc:
             return self._refused(request, event, node, exc)
+        if follow_up and not self.tasks.is_quick(transition.target):
+            return None
         try:
             node = self._commit(node, request, transition)
         except (errors.NodeBusy, errors.Conflict) as exc:
@@ -232,9 +245,19 @@ class Handler:
                 self.store.mark_ran(request.request_id)
         self.faults.before_ack(request.event, request.request_id)
         for event in follow_ups:
-            self.queue.put(request.follow_up(event))
+            self._follow(request.follow_up(event))
         self.store.finish_request(request.request_id)
         return succeeded
+
+    def _follow(self, follow_up: Request) -> None:
+        """Apply a follow-up now, under the lock held, or enqueue it. A worker killed
+        before it is applied leaves its parent unacknowledged: the parent is redelivered
+        and its task runs again (or, strict, is deja vu), as before the follow-up."""
+        outcome = self._apply(follow_up, follow_up=True)
+        if outcome is None:
+            self.queue.put(follow_up)
+        else:
+            self.metrics.transition(follow_up.event, outcome)
 
     def _interrupted(self, request: Request) -> None:
         self.metrics.transition(request.event, outcomes.INTERRUPTED)

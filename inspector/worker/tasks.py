@@ -22,13 +22,15 @@ from inspector.store.snapshots import SnapshotRecord
 
 LOG = logging.getLogger(__name__)
 
-#: Events a worker enqueues once the task of a transition into these states ran.
+#: Events a worker applies next once the task of a transition into these states ran.
 FOLLOW_UPS: dict[State, tuple[Event, ...]] = {
     State.STARTING: (Event.WAIT,),
     State.PROCESSING: (Event.FINISH,),
     State.REAPPLYING: (Event.FINISH,),
     State.ENROLLING: (Event.CONTINUE,),
 }
+#: States whose entry runs a task (Ironic calls, processing).
+TASK_STATES = frozenset({State.STARTING, State.PROCESSING, State.REAPPLYING, State.ENROLLING})
 
 
 def _no_dns(*_args, **_kwargs) -> list:
@@ -81,8 +83,13 @@ class Tasks:
         announcer, announces that the introspection ended)."""
         return target in FOLLOW_UPS or (self.announcer is not None and target in FINAL_STATES)
 
+    def is_quick(self, target: State) -> bool:
+        """Whether entering target runs no task of its own (at most an announcement):
+        a follow-up into it is applied at once, under the lock its step holds."""
+        return target not in TASK_STATES
+
     def run(self, node: NodeRecord, request: Request, transition: Transition) -> list[Event]:
-        """Do the transition's work; return the follow-up events to enqueue."""
+        """Do the transition's work; return the follow-up events to apply next."""
         handler = {
             State.STARTING: self.start,
             State.PROCESSING: self.process,

@@ -68,6 +68,9 @@ class RecordingTasks(Tasks):
         if self.fail_on == "start":
             raise errors.Conflict("Ironic refused the boot device")
 
+    def enroll(self, node, request):
+        self.calls.append(("enroll", node.uuid))
+
     def process(self, node, request):
         self.calls.append(("process", node.uuid))
         if self.fail_on == "process":
@@ -75,6 +78,17 @@ class RecordingTasks(Tasks):
         if self.fail_on == "process-outage":
             self.fail_on = None  # the backend comes back for the next attempt
             raise errors.ServiceUnavailable("Ironic is down", service="Ironic")
+
+
+class StoreWrapper:
+    """The real store, with the methods a test overrides."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.clock = inner.clock
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
 
 
 @pytest.fixture
@@ -115,24 +129,25 @@ def deliver(handler, event, request_id=None, node=NODE, **kwargs):
     return delivery
 
 
-def test_inspect_creates_the_node_and_enqueues_wait(handler, store, queue, tasks):
+def test_inspect_creates_the_node_and_applies_wait_at_once(handler, store, queue, tasks):
     delivery = deliver(handler, "inspect", request_id="r1")
     assert delivery.outcome == "ack"
     node = store.get_node(NODE)
-    assert node.state == State.STARTING
+    assert node.state == State.WAITING
     assert node.started_at is not None and node.finished_at is None
-    assert queue.events() == ["wait"]
+    assert queue.events() == []  # applied under the step's lock, not enqueued
     assert tasks.calls == [("start", NODE)]
     assert store.find_request("r1").status == "done"
+    assert store.find_request("r1.wait").status == "done"
 
 
 def test_a_whole_introspection(handler, store, queue):
-    for event in ("inspect", "wait", "continue", "finish"):
+    for event in ("inspect", "continue"):
         assert deliver(handler, event).outcome == "ack"
     node = store.get_node(NODE)
     assert node.state == State.FINISHED
     assert node.finished_at is not None and node.error is None
-    assert queue.events() == ["wait", "finish"]
+    assert queue.events() == []
     path = [(r.source_state, r.event, r.target_state) for r in store.history(NODE)]
     assert path == [
         (None, "inspect", "starting"),
@@ -142,20 +157,72 @@ def test_a_whole_introspection(handler, store, queue):
     ]
 
 
-def test_follow_up_ids_derive_from_the_request(handler, queue):
+def test_follow_up_ids_derive_from_the_request(handler, store):
     deliver(handler, "inspect", request_id="abc")
-    assert queue.put_requests[0].request_id == "abc.wait"
-    assert queue.put_requests[0].node_uuid == NODE
+    history = [(r.request_id, r.event) for r in store.history(NODE)]
+    assert history == [("abc", "inspect"), ("abc.wait", "wait")]
+
+
+def test_a_follow_up_whose_transition_runs_a_task_is_enqueued(handler, store, queue, tasks):
+    assert deliver(handler, "enroll", request_id="d1").outcome == "ack"
+    assert store.get_node(NODE).state == State.ENROLLING
+    assert [(r.event, r.request_id) for r in queue.put_requests] == [("continue", "d1.continue")]
+    assert ("process", NODE) not in tasks.calls  # processing runs in its own step
+    assert deliver(handler, "continue", request_id="d1.continue").outcome == "ack"
+    assert store.get_node(NODE).state == State.FINISHED
+
+
+def test_a_follow_up_that_loses_a_race_is_enqueued(store, coordinator, queue, tasks):
+    class RacingStore(StoreWrapper):
+        """Another writer bumps the version as the follow-up is read."""
+
+        def load(self, uuid, request_id):
+            node, seen = self.inner.load(uuid, request_id)
+            if request_id.endswith(".wait"):
+                self.inner.set_state(uuid, node.version, node.state)
+            return node, seen
+
+    handler = Handler(RacingStore(store), coordinator, queue, tasks)
+    assert deliver(handler, "inspect", request_id="i1").outcome == "ack"
+    assert store.get_node(NODE).state == State.STARTING
+    assert [r.request_id for r in queue.put_requests] == ["i1.wait"]
+    assert store.find_request("i1").status == requests.DONE
+
+
+def test_a_worker_killed_after_the_follow_up_leaves_a_parent_that_is_consumed(
+    store, coordinator, queue, tasks
+):
+    class DyingStore(StoreWrapper):
+        """The worker dies after the follow-up is applied, before the parent is done."""
+
+        def finish_request(self, request_id):
+            if request_id == "c1":
+                raise KeyboardInterrupt("killed")
+            return self.inner.finish_request(request_id)
+
+    handler = Handler(store, coordinator, queue, tasks)
+    deliver(handler, "inspect")
+    dying = Handler(DyingStore(store), coordinator, queue, tasks)
+    with pytest.raises(KeyboardInterrupt):
+        deliver(dying, "continue", request_id="c1")
+    assert store.get_node(NODE).state == State.FINISHED
+    assert store.find_request("c1").status == requests.RAN
+    # Redelivered: the node moved on since, so it is consumed; no deja vu, no rerun.
+    assert deliver(handler, "continue", request_id="c1").outcome == "ack"
+    node = store.get_node(NODE)
+    assert node.state == State.FINISHED and node.error is None
+    assert tasks.calls.count(("process", NODE)) == 1
+    assert store.find_request("c1").status == requests.DONE
 
 
 def test_busy_lock_leaves_the_request_for_later(handler, store, coordinator):
     deliver(handler, "inspect")
     with coordinator.try_lock(lock_name(NODE)) as held:
         assert held
-        delivery = deliver(handler, "wait", attempt=3)
+        delivery = deliver(handler, "continue", attempt=3)
     assert delivery.outcome == "retry"
     assert delivery.delay == handler_module.backoff(3)
-    assert store.get_node(NODE).state == State.STARTING
+    assert store.get_node(NODE).state == State.WAITING
 
 
 def test_backoff_grows_and_is_capped():
@@ -169,10 +236,10 @@ def test_invalid_transition_is_consumed_and_recorded(handler, store, tasks):
     deliver(handler, "inspect")
     delivery = deliver(handler, "finish", request_id="bad")
     assert delivery.outcome == "ack"
-    assert store.get_node(NODE).state == State.STARTING
+    assert store.get_node(NODE).state == State.WAITING
     record = store.find_request("bad")
     assert record.status == "rejected"
-    assert "not allowed in state starting" in record.reason
+    assert "not allowed in state waiting" in record.reason
     assert tasks.calls == [("start", NODE)]
 
 
@@ -183,12 +250,13 @@ def test_missing_node_is_retried_later(handler, store):
         store.get_node(NODE)
 
 
-def test_done_request_seen_again_is_consumed_without_its_task(handler, tasks, queue):
+def test_done_request_seen_again_is_consumed_without_its_task(handler, store, tasks, queue):
     deliver(handler, "inspect", request_id="r1")
     delivery = deliver(handler, "inspect", request_id="r1")
     assert delivery.outcome == "ack"
     assert tasks.calls == [("start", NODE)]
-    assert queue.events() == ["wait"]
+    assert queue.events() == []
+    assert store.get_node(NODE).state == State.WAITING
 
 
 def _crash_after_commit(store, event, source, target, request_id):
@@ -208,7 +276,6 @@ def _crash_after_commit(store, event, source, target, request_id):
 
 def test_strict_event_seen_again_after_its_task_ran_is_deja_vu(handler, store, tasks, queue):
     deliver(handler, "inspect")
-    deliver(handler, "wait")
     _crash_after_commit(store, "continue", "waiting", "processing", "c1")
     store.mark_ran("c1")  # the worker died after processing, before the follow-up
     delivery = deliver(handler, "continue", request_id="c1")
@@ -217,50 +284,44 @@ def test_strict_event_seen_again_after_its_task_ran_is_deja_vu(handler, store, t
     assert node.state == State.ERROR
     assert node.error == DEJA_VU_REASON
     assert ("process", NODE) not in tasks.calls
-    assert "finish" not in queue.events()
+    assert store.find_request("c1.finish") is None
     assert store.find_request("c1").status == "done"
 
 
 def test_strict_event_whose_task_did_not_finish_runs_it_again(handler, store, tasks, queue):
     deliver(handler, "inspect")
-    deliver(handler, "wait")
     # The worker died mid-processing: the request is applied, its task never marked ran.
     _crash_after_commit(store, "continue", "waiting", "processing", "c1")
     assert store.find_request("c1").status == requests.APPLIED
     delivery = deliver(handler, "continue", request_id="c1")
     assert delivery.outcome == "ack"
     assert tasks.calls.count(("process", NODE)) == 1
-    assert queue.events()[-1] == "finish"
-    assert store.get_node(NODE).state == State.PROCESSING
-    assert store.find_request("c1").status == requests.DONE
-    # The follow-up ends the introspection as usual.
-    deliver(handler, "finish", request_id=queue.put_requests[-1].request_id)
+    # Its follow-up ends the introspection as usual.
     assert store.get_node(NODE).state == State.FINISHED
+    assert store.find_request("c1").status == requests.DONE
+    assert queue.events() == []
 
 
-def test_a_strict_event_is_marked_ran_before_its_follow_ups(store, coordinator, tasks):
+def test_a_strict_event_is_marked_ran_before_its_follow_ups(store, coordinator, queue, tasks):
     seen = []
 
-    class Watching(RecordingQueue):
-        def put(self, request):
-            seen.append(store.find_request(request.request_id.rsplit(".", 1)[0]).status)
-            super().put(request)
+    class Watching(StoreWrapper):
+        def apply(self, change, node=None):
+            if change.request_id == "c1.finish":
+                seen.append(self.inner.find_request("c1").status)
+            return self.inner.apply(change, node)
 
-    handler = Handler(store, coordinator, Watching(), tasks)
-    for event in ("inspect", "wait"):
-        deliver(handler, event)
-    seen.clear()
+    handler = Handler(Watching(store), coordinator, queue, tasks)
+    deliver(handler, "inspect")
     deliver(handler, "continue", request_id="c1")
     assert seen == [requests.RAN]
+    assert store.get_node(NODE).state == State.FINISHED
     assert store.find_request("c1").status == requests.DONE
 
 
 def test_reentrant_event_seen_again_runs_its_task_again(handler, store, tasks, queue):
     deliver(handler, "inspect", request_id="i1")
-    _crash_after_commit(store, "wait", "starting", "waiting", "w1")
-    deliver(handler, "wait", request_id="w1")
     assert store.get_node(NODE).state == State.WAITING
-    queue.put_requests.clear()
     tasks.calls.clear()
     # A redelivered inspect whose task never finished runs it again, once.
     store.apply(
@@ -277,24 +338,24 @@ def test_reentrant_event_seen_again_runs_its_task_again(handler, store, tasks, q
     delivery = deliver(handler, "inspect", request_id="i3")
     assert delivery.outcome == "ack"
     assert tasks.calls == [("start", NODE)]
-    assert queue.events() == ["wait"]
-    assert store.get_node(NODE).state == State.STARTING
+    assert queue.events() == []
+    assert store.get_node(NODE).state == State.WAITING
     assert store.find_request("i3").status == "done"
 
 
 def test_applied_request_superseded_by_a_later_change_is_consumed(handler, store, tasks):
     deliver(handler, "inspect")
-    _crash_after_commit(store, "wait", "starting", "waiting", "w1")
-    deliver(handler, "abort")  # the node moved on: waiting -> error
+    _crash_after_commit(store, "continue", "waiting", "processing", "c1")
+    _crash_after_commit(store, "error", "processing", "error", "e1")  # the node moved on
     tasks.calls.clear()
-    delivery = deliver(handler, "wait", request_id="w1")
+    delivery = deliver(handler, "continue", request_id="c1")
     assert delivery.outcome == "ack"
     assert tasks.calls == []
     assert store.get_node(NODE).state == State.ERROR
 
 
 def test_abort_sets_the_operator_message(handler, store):
-    for event in ("inspect", "wait", "abort"):
+    for event in ("inspect", "abort"):
         deliver(handler, event)
     node = store.get_node(NODE)
     assert node.state == State.ERROR
@@ -303,15 +364,15 @@ def test_abort_sets_the_operator_message(handler, store):
 
 
 def test_restart_after_error_clears_error_and_finished_at(handler, store):
-    for event in ("inspect", "wait", "abort", "inspect"):
+    for event in ("inspect", "abort", "inspect"):
         deliver(handler, event)
     node = store.get_node(NODE)
-    assert node.state == State.STARTING
+    assert node.state == State.WAITING
     assert node.error is None and node.finished_at is None
 
 
 @pytest.mark.parametrize(
-    ("fail_on", "events"), [("start", ["inspect"]), ("process", ["inspect", "wait", "continue"])]
+    ("fail_on", "events"), [("start", ["inspect"]), ("process", ["inspect", "continue"])]
 )
 def test_failing_task_sends_the_node_to_error(store, coordinator, queue, fail_on, events):
     handler = Handler(store, coordinator, queue, RecordingTasks(fail_on=fail_on))
@@ -320,7 +381,7 @@ def test_failing_task_sends_the_node_to_error(store, coordinator, queue, fail_on
     node = store.get_node(NODE)
     assert node.state == State.ERROR
     assert node.error.startswith(("starting failed", "processing failed"))
-    assert queue.events() == (["wait"] if fail_on == "process" else [])
+    assert queue.events() == []
 
 
 def test_outage_in_a_task_leaves_the_request_for_a_rerun_even_when_strict(
@@ -329,7 +390,6 @@ def test_outage_in_a_task_leaves_the_request_for_a_rerun_even_when_strict(
     tasks = RecordingTasks(fail_on="process-outage")
     handler = Handler(store, coordinator, queue, tasks)
     deliver(handler, "inspect")
-    deliver(handler, "wait")
     with pytest.raises(errors.ServiceUnavailable):
         deliver(handler, "continue", request_id="ramdisk-1")
     assert store.get_node(NODE).state == State.PROCESSING
@@ -337,13 +397,13 @@ def test_outage_in_a_task_leaves_the_request_for_a_rerun_even_when_strict(
     # Redelivered: a strict event, but its task is known unfinished: no deja vu.
     assert deliver(handler, "continue", request_id="ramdisk-1").outcome == "ack"
     assert [call for call, _ in tasks.calls].count("process") == 2
-    assert store.get_node(NODE).state == State.PROCESSING
+    assert store.get_node(NODE).state == State.FINISHED
     assert store.find_request("ramdisk-1").status == requests.DONE
-    assert queue.events()[-1] == "finish"
+    assert queue.events() == []
 
 
 def _finished_node(handler, store):
-    for event in ("inspect", "wait", "continue", "finish"):
+    for event in ("inspect", "continue"):
         deliver(handler, event)
     return store.get_node(NODE)
 
@@ -369,10 +429,9 @@ def test_expire_keeps_a_node_restarted_since_the_request(handler, store):
     delivery = FakeDelivery(stale)
     handler.handle(delivery)
     assert delivery.outcome == "ack"
-    assert store.get_node(NODE).state == State.STARTING
+    assert store.get_node(NODE).state == State.WAITING
     # Restarted and ended again after the request was made: kept as well.
-    for event in ("wait", "continue", "finish"):
-        deliver(handler, event)
+    deliver(handler, "continue")
     handler.handle(FakeDelivery(stale))
     assert store.get_node(NODE).state == State.FINISHED
 
@@ -404,15 +463,8 @@ def test_too_many_attempts_are_dead_lettered(handler):
 
 
 def test_lost_compare_and_swap_is_retried(store, coordinator, queue, tasks):
-    class RacingStore:
+    class RacingStore(StoreWrapper):
         """Another writer bumps the version between our read and our write."""
-
-        def __init__(self, inner):
-            self.inner = inner
-            self.clock = inner.clock
-
-        def __getattr__(self, name):
-            return getattr(self.inner, name)
 
         def load(self, uuid, request_id):
             node, seen = self.inner.load(uuid, request_id)
@@ -422,17 +474,21 @@ def test_lost_compare_and_swap_is_retried(store, coordinator, queue, tasks):
     handler = Handler(store, coordinator, queue, tasks)
     deliver(handler, "inspect")
     racing = Handler(RacingStore(store), coordinator, queue, tasks)
-    delivery = deliver(racing, "wait", request_id="w1")
+    delivery = deliver(racing, "continue", request_id="c1")
     assert delivery.outcome == "retry"
-    assert store.get_node(NODE).state == State.STARTING
-    assert store.find_request("w1") is None
+    assert store.get_node(NODE).state == State.WAITING
+    assert store.find_request("c1") is None
 
 
 def test_ramdisk_data_before_wait_is_retried_not_refused(handler, store):
     deliver(handler, "inspect")
+    deliver(handler, "abort")
+    # The API recorded a new start; its request is still on its way to a worker.
+    _crash_after_commit(store, "inspect", "error", "starting", "i2")
     delivery = deliver(handler, "continue", request_id="early")
     assert delivery.outcome == "retry"
     assert store.find_request("early") is None
-    deliver(handler, "wait")
+    deliver(handler, "inspect", request_id="i2")
+    assert store.get_node(NODE).state == State.WAITING
     assert deliver(handler, "continue", request_id="early").outcome == "ack"
-    assert store.get_node(NODE).state == State.PROCESSING
+    assert store.get_node(NODE).state == State.FINISHED

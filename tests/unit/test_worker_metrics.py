@@ -177,7 +177,8 @@ def transitions(metrics):
 
 
 def test_a_whole_introspection_is_applied(handler, metrics):
-    for event in ("inspect", "wait", "continue", "finish"):
+    # wait and finish are follow-ups applied in the steps of inspect and continue.
+    for event in ("inspect", "continue"):
         assert deliver(handler, event).outcome == "ack"
     assert transitions(metrics) == {
         ("inspect", "applied"): 1,
@@ -197,9 +198,9 @@ def test_busy_lock_is_counted_and_retried(handler, metrics, coordinator):  # noq
     deliver(handler, "inspect")
     with coordinator.try_lock(lock_name(NODE)) as held:
         assert held
-        assert deliver(handler, "wait").outcome == "retry"
+        assert deliver(handler, "continue").outcome == "retry"
     assert value(metrics, "inspector_worker_lock_busy_total") == 1
-    assert transitions(metrics)[("wait", "retried")] == 1
+    assert transitions(metrics)[("continue", "retried")] == 1
 
 
 def test_refused_done_and_dead_lettered(handler, metrics):
