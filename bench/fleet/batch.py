@@ -4,8 +4,11 @@ simulated; the figures of the batch.
 
 At most `concurrency` introspections are in flight: the next one starts when one ends.
 A node is looked at when the proxy sees it powered off (the last Ironic call of an
-introspection), and all of them every few seconds through the status listing (errors
-end without a power-off).
+introspection), and all of them now and then through the status listing (errors end
+without a power-off): at most SWEEP_RATE statuses a second on average, so that a batch
+of 1,000 is not swept every few seconds, which would cost the service more than the
+introspections themselves. Ironic's `inspector` interface reads each node's status
+once a minute ([inspector] status_check_period = 60): 17 reads a second for 1,000 nodes.
 Times are the service's own `started_at`/`finished_at`; the batch runs from the first
 start request to the last `finished_at`.
 """
@@ -27,9 +30,12 @@ from bench.fleet.ironic import Node
 from bench.fleet.ramdisk import Ramdisks, payload
 
 API_VERSION = {"X-OpenStack-Ironic-Inspector-API-Version": "1.12"}
-#: Seconds between looks at a powered-off node, and between full sweeps.
+#: Seconds between looks at a powered-off node.
 LOOK_INTERVAL = 0.05
+#: Seconds between two sweeps at least, and statuses listed per second at most on
+#: average (a sweep of n statuses waits n / SWEEP_RATE seconds before the next one).
 SWEEP_INTERVAL = 3.0
+SWEEP_RATE = 50.0
 #: Statuses per page of the listing (both services' default maximum).
 PAGE = 1000
 #: Threads sending start requests.
@@ -47,6 +53,11 @@ def cpu_seconds(pids: list[int]) -> dict[int, float]:
         if fields is not None:  # utime and stime, in clock ticks
             result[pid] = (int(fields[11]) + int(fields[12])) / tick
     return result
+
+
+def sweep_pause(listed: int) -> float:
+    """Seconds until the next sweep, after one that listed `listed` statuses."""
+    return max(SWEEP_INTERVAL, listed / SWEEP_RATE)
 
 
 def percentiles(samples: list[float]) -> dict[str, float]:
@@ -199,36 +210,39 @@ class Batch:
     def _watch(self, started: float) -> None:
         session = requests.Session()
         session.headers.update(API_VERSION)
-        last_sweep = time.monotonic()
+        next_sweep = time.monotonic() + SWEEP_INTERVAL
         while len(self._done) < len(self.nodes):
             if time.monotonic() - started > self.deadline or self._stopping.is_set():
                 return
             with self._lock:
                 look = list(self._look)
-            if time.monotonic() - last_sweep > SWEEP_INTERVAL:
-                self._sweep(session)
-                last_sweep = time.monotonic()
+            if time.monotonic() >= next_sweep:
+                listed = self._sweep(session)
+                next_sweep = time.monotonic() + sweep_pause(listed)
             for node in look:
                 reply = session.get(f"{self.url}/v1/introspection/{node}", timeout=60)
                 if reply.status_code == 200 and reply.json().get("finished"):
                     self._ended(node, reply.json())
             time.sleep(LOOK_INTERVAL)  # polling the service with the batch's deadline
 
-    def _sweep(self, session: requests.Session) -> None:
+    def _sweep(self, session: requests.Session) -> int:
         """Every introspection's status through the listing (a page per 1,000), for the
-        ones that end without a power-off (errors): a few requests, not one a node."""
+        ones that end without a power-off (errors): a few requests, not one a node.
+        The number of statuses listed."""
         marker = None
+        listed = 0
         while True:
             params = {"limit": PAGE, **({"marker": marker} if marker else {})}
             reply = session.get(f"{self.url}/v1/introspection", params=params, timeout=60)
             if reply.status_code != 200:
-                return
+                return listed
             page = reply.json().get("introspection") or []
+            listed += len(page)
             for status in page:
                 if status.get("finished"):
                     self._ended(status["uuid"], status)
             if len(page) < PAGE:
-                return
+                return listed
             marker = page[-1]["uuid"]
 
     # -------------------------------------------------------------- figures

@@ -19,9 +19,6 @@ from bench.fleet.ramdisk import Ramdisks, load_template
 from bench.worker import env, fresh_database
 
 ALL = ("compare", "single", "batches", "kill", "engine")
-#: Transitions of one introspection (inspect, wait, continue, finish), as bench/worker.py
-#: counts them for the sum-of-parts ceiling.
-TRANSITIONS = 4
 IRONIC_VERSION = "39.0.0"
 #: Operations per part of the ceiling.
 PARTS = 300
@@ -196,8 +193,8 @@ class Bench:
         self.ours(f"kill-{size}", nodes, size, workers=2, kill=True)
 
     def engine(self) -> None:
-        """Ours on the fake Ironic, beside the ceiling: one lock, one compare-and-swap and
-        one put+get+ack per transition, measured now on the same services."""
+        """Ours on the fake Ironic, beside the ceiling: the parts of an introspection's
+        transitions as bench/worker.py counts them, measured now on the same services."""
         nodes = spread(self.site, self.args.engine_batch)
         with fresh_database(self.admin_url) as database_url:
             parts = {
@@ -206,7 +203,9 @@ class Bench:
                 "queue_ms": worker_bench.part_queue(self.queue_url, PARTS),
             }
         sum_ms = sum(parts.values())
-        ceiling = 1000 / (TRANSITIONS * sum_ms)
+        ceiling = 1000 / worker_bench.introspection_parts_ms(
+            parts["lock_ms"], parts["cas_ms"], parts["queue_ms"]
+        )
         real = self.proxy
         self.proxy = Proxy(FakeIronic(self.ironic.url, [n.uuid for n in nodes]), self._on_power)
         self.proxy.start()

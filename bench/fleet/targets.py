@@ -40,9 +40,15 @@ def evaluate(results: dict) -> list[dict]:
     # first compare at another boot delay.
     names = sorted({e["name"] for e in scenarios if e["name"].startswith("compare")})
     name = "compare" if "compare" in names else (names[0] if names else "compare")
-    ours = _find(scenarios, name, "inspector")
-    floor = _find(scenarios, name, "ironic-floor")
-    peer = _find(scenarios, name, "ironic-inspector")
+    # On the largest site that ran it; the floor and the peer from the same site.
+    ours = max(
+        _matching(scenarios, "inspector", name),
+        key=lambda e: e.get("enrolled", 0),
+        default=None,
+    )
+    site = {"enrolled": ours.get("enrolled")} if ours else {}
+    floor = _find(scenarios, name, "ironic-floor", **site)
+    peer = _find(scenarios, name, "ironic-inspector", **site)
     if ours and floor:
         ratio = ours["batch_seconds"] / floor["batch_seconds"]
         found.append(

@@ -1,12 +1,12 @@
-"""bench/fleet/report.py: tables, targets, the section in the doc and the plots; and how
-the command merges a run into earlier results."""
+"""bench/fleet: tables, targets, the section in the doc and the plots; how the command
+merges a run into earlier results; how often a batch sweeps the listing."""
 
 import copy
 import pathlib
 
 import pytest
 
-from bench.fleet import report, targets
+from bench.fleet import batch, report, targets
 from bench.fleet.__main__ import merge
 from bench.fleet.proxy import Call, summary
 
@@ -269,3 +269,26 @@ def test_the_continue_target_reads_the_worst_run_of_the_largest_batch() -> None:
     assert (target["value"], target["met"]) == (51.7, False)
     assert "1000 nodes of 1000 enrolled, 2 worker processes" in target["detail"]
     assert "40.5 ms (1 workers, 1000 enrolled)" in target["detail"]
+
+
+def test_the_headline_reads_the_compare_of_the_largest_site() -> None:
+    scenarios = [
+        _scenario("compare", "inspector", batch_seconds=10.0),
+        _scenario("compare", "ironic-floor", batch_seconds=10.0),
+        _scenario("compare", "ironic-inspector", batch_seconds=30.0),
+        _scenario("compare-boot-1s", "inspector", enrolled=10000, batch_seconds=1.0),
+        _scenario("compare", "ironic-inspector", enrolled=10000, batch_seconds=36.0),
+        _scenario("compare", "inspector", enrolled=10000, batch_seconds=12.0),
+        _scenario("compare", "ironic-floor", enrolled=10000, batch_seconds=13.0),
+    ]
+    found = {t["name"]: t for t in targets.evaluate({"scenarios": scenarios})}
+    assert found["at least 2x faster than ironic-inspector"]["value"] == 3.0
+    assert found["batch time within 1.25x of the Ironic floor"]["value"] == round(12 / 13, 3)
+
+
+def test_sweeps_of_a_large_batch_are_spaced_by_the_statuses_they_list():
+    assert batch.sweep_pause(0) == batch.SWEEP_INTERVAL
+    assert batch.sweep_pause(40) == batch.SWEEP_INTERVAL
+    # 1,000 statuses at SWEEP_RATE a second: the listing is not the batch's main load.
+    assert batch.sweep_pause(1000) == 1000 / batch.SWEEP_RATE
+    assert batch.sweep_pause(1000) > batch.sweep_pause(200)
