@@ -243,6 +243,21 @@ def test_merge_replaces_only_the_scenarios_run_again() -> None:
     assert results["command"] == "first\nsecond"
 
 
+def test_an_engine_run_replaces_the_earlier_one_whatever_the_site() -> None:
+    earlier = {
+        "scenarios": [_scenario("engine", "engine", batch_seconds=7.0)],
+        "command": "first",
+        "machine": {},
+    }
+    results = {
+        "scenarios": [_scenario("engine", "engine", enrolled=10000, batch_seconds=9.0)],
+        "command": "second",
+        "machine": {},
+    }
+    merge(results, earlier)
+    assert [s["batch_seconds"] for s in results["scenarios"]] == [9.0]
+
+
 def test_the_continue_target_reads_the_worst_run_of_the_largest_batch() -> None:
     def batch(workers: int, enrolled: int, p99: float, size: int = 1000) -> dict:
         continue_ms = {"p50": 5.0, "p95": 20.0, "p99": p99, "max": p99, "count": size}
