@@ -35,6 +35,8 @@ IPA_ERROR_PAYLOAD = FIXTURES / "ipa-thismachine-dmidecode-error.json"
 
 #: Seconds a process gets to answer after it was started.
 START_TIMEOUT = 30.0
+#: What a worker logs once its backends are open and its pool runs.
+POOL_STARTED = "Worker pool of"
 #: Seconds a process gets to leave after SIGTERM before it is killed.
 STOP_TIMEOUT = 15.0
 #: Lines of each log printed when the deployment stops.
@@ -272,6 +274,17 @@ class Deployment:
         for process in started:
             self.wait_ready(process)
         return self
+
+    def wait_workers(self, timeout: float = START_TIMEOUT) -> None:
+        """Until every worker runs its pool: its backends are open, its start-up over."""
+        for worker in self.workers:
+
+            def running(worker: Process = worker) -> bool:
+                if not worker.alive():
+                    raise AssertionError(f"{worker.name} exited:\n{worker.log_text()}")
+                return POOL_STARTED in worker.log_text()
+
+            wait_for(running, timeout, message=lambda w=worker: f"{w.name} started\n{w.log_text()}")
 
     def wait_ready(self, process: Process, timeout: float = START_TIMEOUT) -> None:
         """Until the API answers GET / with 200; fails early when the process exits."""
