@@ -29,8 +29,13 @@ FOLLOW_UPS: dict[State, tuple[Event, ...]] = {
     State.REAPPLYING: (Event.FINISH,),
     State.ENROLLING: (Event.CONTINUE,),
 }
-#: States whose entry runs a task (Ironic calls, processing).
-TASK_STATES = frozenset({State.STARTING, State.PROCESSING, State.REAPPLYING, State.ENROLLING})
+#: The task (a Tasks method) run on entering these states: Ironic calls, processing.
+TASKS: dict[State, str] = {
+    State.STARTING: "start",
+    State.PROCESSING: "process",
+    State.REAPPLYING: "reapply",
+    State.ENROLLING: "enroll",
+}
 
 
 def _no_dns(*_args, **_kwargs) -> list:
@@ -86,18 +91,13 @@ class Tasks:
     def is_quick(self, target: State) -> bool:
         """Whether entering target runs no task of its own (at most an announcement):
         a follow-up into it is applied at once, under the lock its step holds."""
-        return target not in TASK_STATES
+        return target not in TASKS
 
     def run(self, node: NodeRecord, request: Request, transition: Transition) -> list[Event]:
         """Do the transition's work; return the follow-up events to apply next."""
-        handler = {
-            State.STARTING: self.start,
-            State.PROCESSING: self.process,
-            State.REAPPLYING: self.reapply,
-            State.ENROLLING: self.enroll,
-        }.get(transition.target)
-        if handler is not None:
-            handler(node, request)
+        task = TASKS.get(transition.target)
+        if task is not None:
+            getattr(self, task)(node, request)
         if self.announcer is not None and transition.target in FINAL_STATES:
             self.announcer.introspection_ended(node.uuid)
         return list(FOLLOW_UPS.get(transition.target, ()))

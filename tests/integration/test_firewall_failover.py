@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from tests.integration.cluster import running_deployment, wait_for
+from tests.integration.cluster import POOL_STARTED, running_deployment, wait_for
 from tests.integration.firewall_lab import Lab, is_filtered, is_open, start_worker
 
 pytestmark = pytest.mark.integration
@@ -104,7 +104,7 @@ def test_leader_changes_never_open_two_hosts(
 
 def _ready(worker) -> bool:
     """Started and in the elections (its pool starts after them)."""
-    return worker.alive() and "Worker pool of" in worker.log_text()
+    return worker.alive() and POOL_STARTED in worker.log_text()
 
 
 def _stable_leader(samples, count: int = 6) -> str | None:

@@ -19,7 +19,7 @@ import pytest
 import requests
 
 from tests.conftest import IronicAPI, service_unavailable
-from tests.integration.cluster import ROOT, free_port, running_deployment, wait_for
+from tests.integration.cluster import POOL_STARTED, ROOT, free_port, running_deployment, wait_for
 from tests.integration.firewall_lab import Lab, listed, start_worker
 
 pytestmark = pytest.mark.integration
@@ -179,7 +179,7 @@ def test_ports_are_blacklisted_through_the_channel_and_through_polling(
             wait_for(
                 lambda: (
                     "Listening to the firewall channel" in listener.log_text()
-                    and "Worker pool of" in poller.log_text()
+                    and POOL_STARTED in poller.log_text()
                 ),
                 30,
                 message="both workers listening or polling",
