@@ -34,6 +34,7 @@ HOLDER = textwrap.dedent(
             print("committed", flush=True)
         except Exception as error:
             print("fenced", type(error).__name__, flush=True)
+            connection.invalidate()  # the server ended it: no rollback on the way out
     """
 )
 
