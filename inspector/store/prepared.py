@@ -14,6 +14,10 @@ from typing import Any
 from sqlalchemy import Executable, Select, exc
 from sqlalchemy.engine import Engine
 
+#: What `_execute` fetches: the first row, every row (None: nothing, the row count).
+FIRST = "first"
+ALL = "all"
+
 
 class Prepared:
     """One statement on one engine: `first(**params)` for its first row, `run(**params)`
@@ -51,21 +55,27 @@ class Prepared:
         A DBAPIError whose `connection_invalidated` is set means the server had
         dropped the pooled connection: the pool is invalidated, and a retry reconnects.
         """
-        row, description = self._execute(params, fetch=True)
-        if row is None:
-            return None
-        if not self.columns:
-            return {column[0]: value for column, value in zip(description, row, strict=True)}
+        rows, names = self._execute(params, fetch=FIRST)
+        return self._row(rows[0], names) if rows else None
+
+    def all(self, **params: Any) -> list[dict[str, Any]]:
+        """Every row, as `first` answers one."""
+        rows, names = self._execute(params, fetch=ALL)
+        return [self._row(row, names) for row in rows]
+
+    def run(self, **params: Any) -> int:
+        """Execute it; the number of rows it changed."""
+        return self._execute(params, fetch=None)[0]
+
+    def _row(self, row, names) -> dict[str, Any]:
+        if names is not None:
+            return dict(zip(names, row, strict=True))
         return {
             name: value if process is None else process(value)
             for name, process, value in zip(self.columns, self._processors, row, strict=True)
         }
 
-    def run(self, **params: Any) -> int:
-        """Execute it; the number of rows it changed."""
-        return self._execute(params, fetch=False)[0]
-
-    def _execute(self, params: dict[str, Any], *, fetch: bool):
+    def _execute(self, params: dict[str, Any], *, fetch: str | None):
         for name, process in self._binds:
             params[name] = process(params[name])
         args = params if self._order is None else tuple(params[name] for name in self._order)
@@ -75,9 +85,14 @@ class Prepared:
             cursor = connection.cursor()
             try:
                 cursor.execute(self._sql, args)
-                result = (
-                    (cursor.fetchone(), cursor.description) if fetch else (cursor.rowcount, None)
-                )
+                if fetch is None:
+                    result = (cursor.rowcount, None)
+                else:
+                    rows = [cursor.fetchone()] if fetch is FIRST else cursor.fetchall()
+                    # The driver builds the description on each use: only when the
+                    # statement does not name its columns (a RETURNING written as text).
+                    names = None if self.columns else [c[0] for c in cursor.description]
+                    result = ([row for row in rows if row is not None], names)
             finally:
                 cursor.close()
             if self._commits:

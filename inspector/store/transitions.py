@@ -7,7 +7,8 @@ transaction where one statement cannot do it, see `apply`)."""
 import dataclasses
 from datetime import datetime
 
-from sqlalchemy import Connection, bindparam, insert, literal_column, select, update
+from sqlalchemy import Connection, any_, bindparam, insert, literal_column, select, update
+from sqlalchemy.dialects.postgresql import ARRAY
 
 from inspector import errors
 from inspector.machine import FINAL_STATES, State, Transition
@@ -22,6 +23,11 @@ REQUESTS = Request.__table__
 #: A node's row by uuid. Built once: SQLAlchemy then only looks its compiled form up
 #: instead of building and hashing a new statement (the Store also prepares it).
 READ_NODE = select(NODES).where(NODES.c.uuid == bindparam("uuid"))
+#: Several nodes' rows in one statement (PostgreSQL: an array parameter), for reads
+#: coalesced by `coalesce.Coalescer`.
+READ_NODES = select(NODES).where(
+    NODES.c.uuid == any_(bindparam("uuids", type_=ARRAY(NODES.c.uuid.type)))
+)
 
 
 def _prefixed(table, prefix: str) -> list:

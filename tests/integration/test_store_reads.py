@@ -1,0 +1,109 @@
+"""Node reads on real PostgreSQL, where concurrent ones share a statement: each sees every
+write committed before it was asked, a batch reads each node once, and a dropped
+connection is reconnected without the caller seeing it."""
+
+import threading
+import uuid
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+
+from inspector import errors
+from inspector.store import Store, schema
+
+READERS = 6
+WRITES = 300
+
+
+@pytest.fixture
+def store(postgresql_url):
+    schema.upgrade(postgresql_url)
+    db = Store.from_url(postgresql_url)
+    yield db
+    db.close()
+
+
+def new_node(store):
+    node_uuid = str(uuid.uuid4())
+    store.create_node(node_uuid, "starting")
+    return node_uuid
+
+
+def test_concurrent_reads_see_every_write_committed_before_them(store):
+    watched, other = new_node(store), new_node(store)
+    committed = {"version": store.get_node(watched).version}
+    done = threading.Event()
+    stale: list[tuple[int, int]] = []
+    failures: list[BaseException] = []
+
+    def write():
+        try:
+            version = committed["version"]
+            for index in range(WRITES):
+                version = store.set_state(watched, version, ("waiting", "starting")[index % 2])
+                committed["version"] = version  # after its commit
+        except BaseException as error:
+            failures.append(error)
+        finally:
+            done.set()
+
+    def read():
+        try:
+            while not done.is_set():
+                before = committed["version"]
+                seen = store.get_node(watched).version
+                if seen < before:
+                    stale.append((seen, before))
+                store.get_node(other)
+        except BaseException as error:
+            failures.append(error)
+
+    threads = [threading.Thread(target=write)]
+    threads += [threading.Thread(target=read) for _ in range(READERS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert not any(thread.is_alive() for thread in threads)
+    assert failures == []
+    assert stale == [], "a read answered a version older than one committed before it"
+    assert store.get_node(watched).version == committed["version"]
+    reads = store._node_reads
+    # The readers overlapped: some statements answered several reads.
+    assert reads.statements < reads.reads
+
+
+def test_a_batch_reads_each_node_once_and_skips_absent_ones(store):
+    uuids = [new_node(store) for _ in range(3)]
+    absent = str(uuid.uuid4())
+    rows = store._read_nodes_by_uuid([*uuids, absent])
+    assert sorted(rows) == sorted(uuids)
+    assert all(rows[key]["state"] == "starting" for key in uuids)
+    with pytest.raises(errors.NotFound):
+        store.get_node(absent)
+
+
+def test_a_dropped_connection_is_reconnected_for_a_coalesced_read(store, postgresql_admin):
+    uuids = [new_node(store) for _ in range(2)]
+    store.get_node(uuids[0])  # a pooled connection exists
+    database = make_url(str(store.engine.url)).database
+    with postgresql_admin.connect() as connection:
+        ended = connection.execute(
+            text(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE datname = :name AND pid <> pg_backend_pid()"
+            ),
+            {"name": database},
+        ).scalar()
+    assert ended >= 1
+    assert store.get_node(uuids[0]).uuid == uuids[0]
+    with postgresql_admin.connect() as connection:
+        connection.execute(
+            text(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = :name AND pid <> pg_backend_pid()"
+            ),
+            {"name": database},
+        )
+    assert sorted(store._read_nodes_by_uuid(uuids)) == sorted(uuids)
