@@ -48,6 +48,21 @@ def build_services(conf: cfg.ConfigOpts, **given) -> Services:
     return Services(conf=conf, **given)
 
 
+class InspectorFlask(flask.Flask):
+    """Flask, asking once per view or hook whether it is a coroutine function: Flask's
+    own `ensure_sync` inspects every one on every call, several times a request."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._synchronous: dict = {}
+
+    def ensure_sync(self, func):
+        sync = self._synchronous.get(func)
+        if sync is None:
+            sync = self._synchronous[func] = super().ensure_sync(func)
+        return sync
+
+
 def _limit_body() -> None:
     """before_request: the body limit of this route (werkzeug refuses more with 413)."""
     api = flask.current_app.extensions[EXTENSION].conf.api
@@ -60,7 +75,7 @@ def _limit_body() -> None:
 def create_app(conf: cfg.ConfigOpts, **services) -> flask.Flask:
     """The WSGI app. `services` (store, queue, ironic, policy, guard) override the ones
     built from `conf`, for tests and for `inspector all`, which shares its queue."""
-    app = flask.Flask("inspector.api")
+    app = InspectorFlask("inspector.api")
     app.config["INSPECTOR_DEBUG"] = conf.debug
     app.config["MAX_CONTENT_LENGTH"] = max(
         conf.api.max_request_body_size, conf.api.max_continue_body_size
@@ -70,7 +85,7 @@ def create_app(conf: cfg.ConfigOpts, **services) -> flask.Flask:
     app.extensions[EXTENSION] = build_services(conf, **services)
     app.before_request(_limit_body)
     app.before_request(versions.negotiate)
-    app.after_request(versions.stamp)
+    app.wsgi_app = versions.Stamp(app.wsgi_app)
     errors.register(app)
     for blueprint in (root, introspection, rules, ramdisk, health):
         app.register_blueprint(blueprint.blueprint)

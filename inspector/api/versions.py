@@ -58,8 +58,10 @@ def requested(headers) -> tuple[int, int]:
 
 
 def negotiate() -> None:
-    """before_request hook: store the requested version on flask.g."""
-    flask.g.api_version = requested(flask.request.headers)
+    """before_request hook: store the requested version on flask.g (for the views) and
+    in the environ (for `Stamp`)."""
+    request = flask.request
+    flask.g.api_version = request.environ[ENVIRON_KEY] = requested(request.headers)
 
 
 #: The headers every answer carries, and those naming each version: built once.
@@ -71,19 +73,41 @@ _VERSION_HEADERS = {
     )
     for minor in range(MINIMUM[1], MAXIMUM[1] + 1)
 }
+#: Where `negotiate` leaves the version for `Stamp`, in the WSGI environ.
+ENVIRON_KEY = "inspector.api_version"
 
 
-def stamp(response: flask.Response) -> flask.Response:
-    """after_request hook: every answer, errors included, names the supported range."""
-    headers = response.headers
-    # Only this hook sets these headers: appended, not replaced (no search first).
+def stamped(headers: list[tuple[str, str]], version: tuple[int, int] | None) -> None:
+    """Add the range, the version served (when negotiated) and Vary to a WSGI header
+    list, in place."""
     headers.extend(_RANGE_HEADERS)
-    version = flask.g.get("api_version")
     if version is not None:
         headers.extend(_VERSION_HEADERS[version])
-    vary = headers.get("Vary")
-    headers["Vary"] = f"{vary}, {VERSION_HEADER}" if vary else VERSION_HEADER
-    return response
+    for index, (name, value) in enumerate(headers):
+        if name.lower() == "vary":
+            headers[index] = (name, f"{value}, {VERSION_HEADER}")
+            return
+    headers.append(("Vary", VERSION_HEADER))
+
+
+class Stamp:
+    """WSGI middleware: every answer, errors included, names the supported range.
+
+    On the WSGI header list rather than in an after_request hook: werkzeug's Headers
+    check and copy each value, which costs more than the rest of a status read's
+    headers together."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    def __call__(self, environ, start_response):
+        def start(status, headers, exc_info=None):
+            stamped(headers, environ.get(ENVIRON_KEY))
+            if exc_info is None:
+                return start_response(status, headers)
+            return start_response(status, headers, exc_info)
+
+        return self.app(environ, start)
 
 
 def require(minimum: tuple[int, int], what: str) -> None:

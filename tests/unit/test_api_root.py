@@ -128,3 +128,28 @@ def test_unexpected_error_is_generic_500(app):
     assert "secret detail" not in response.get_data(as_text=True)
     assert response.json["error"]["message"]
     assert_version_headers(response)
+
+
+def test_every_answer_varies_on_the_version_header(client):
+    response = client.get("/v1", headers={VERSION_HEADER: "1.5"})
+    assert response.headers["Vary"] == VERSION_HEADER
+    assert response.headers["OpenStack-API-Version"] == "baremetal-introspection 1.5"
+    refused = client.get("/v1", headers={VERSION_HEADER: "1.x"})
+    assert refused.headers["Vary"] == VERSION_HEADER
+    assert VERSION_HEADER not in refused.headers  # no version was negotiated
+
+
+def test_a_body_over_the_limit_is_413_with_the_range(client, conf):
+    body = b"{" + b" " * conf.api.max_request_body_size + b"}"
+    response = client.post("/v1/rules", data=body, headers={"Content-Type": "application/json"})
+    assert response.status_code == 413
+    assert_version_headers(response)
+
+
+def test_stamping_keeps_an_existing_vary():
+    headers = [("Content-Type", "application/json"), ("vary", "Accept")]
+    versions.stamped(headers, (1, 3))
+    assert headers[1] == ("vary", f"Accept, {VERSION_HEADER}")
+    assert (MIN_HEADER, "1.0") in headers
+    assert (VERSION_HEADER, "1.3") in headers
+    assert [name for name, _ in headers].count("vary") == 1
