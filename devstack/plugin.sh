@@ -313,8 +313,8 @@ function start_inspector {
             port=$((INSPECTOR_API_PORT_BASE + index))
             run_process "inspector-api-$index" "/usr/bin/env INSPECTOR_CONFIG_FILES=$INSPECTOR_CONF \
 $INSPECTOR_BIN_DIR/gunicorn --bind $INSPECTOR_API_LISTEN_ADDRESS:$port \
---workers $INSPECTOR_GUNICORN_WORKERS --timeout 60 --graceful-timeout 30 \
---access-logfile - inspector.api.wsgi:application"
+--workers $INSPECTOR_GUNICORN_WORKERS --worker-class gthread --threads 8 \
+--timeout 60 --graceful-timeout 30 --access-logfile - inspector.api.wsgi:application"
         done
     fi
     if is_service_enabled inspector-haproxy; then

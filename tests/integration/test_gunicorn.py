@@ -1,7 +1,8 @@
 """The documented production command (docs/api.md, "Serving"):
 
     INSPECTOR_CONFIG_FILES=/etc/inspector/inspector.conf \
-        gunicorn --bind 127.0.0.1:PORT --workers 2 'inspector.api.wsgi:application'
+        gunicorn --bind 127.0.0.1:PORT --workers 2 --worker-class gthread --threads 8 \
+            'inspector.api.wsgi:application'
 
 run as a user would, from another directory, next to a real `inspector worker`.
 """
@@ -61,6 +62,10 @@ def gunicorn(deployment, tmp_path):
         f"127.0.0.1:{port}",
         "--workers",
         "2",
+        "--worker-class",
+        "gthread",
+        "--threads",
+        "8",
         "inspector.api.wsgi:application",
     ]
     workdir = tmp_path / "elsewhere"

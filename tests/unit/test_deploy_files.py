@@ -307,6 +307,9 @@ def assert_is_gunicorn_command(args: list[str]) -> None:
     module, _, attribute = WSGI_APP.partition(":")
     assert callable(getattr(importlib.import_module(module), attribute))
     assert int(parsed.workers) >= 1
+    # Concurrent requests per process (the configuration bench/api.py measures).
+    assert parsed.worker_class == "gthread"
+    assert int(parsed.threads) > 1
 
 
 def test_api_unit():
