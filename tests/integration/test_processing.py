@@ -38,8 +38,9 @@ def deployment(tmp_path_factory, postgresql_admin, rabbitmq_server, redis_server
 def test_managed_boot_end_to_end(deployment, ironic_api):
     node = ironic_api.enroll()["uuid"]
     start(deployment, node)
-    in_ironic = ironic_api.get_node(node)
-    assert in_ironic["power_state"] == "power on"
+    # Ironic applies the reboot in its conductor after answering 202: the node may be
+    # `waiting` here a moment before Ironic shows it powered on.
+    ironic_api.wait_for(node, lambda n: n["power_state"] == "power on")
     payload = ipa_payload(macs(ironic_api, node))
     assert post_continue(deployment, payload).json() == {"uuid": node}
     final = wait_state(deployment, node, "finished")
