@@ -138,7 +138,6 @@ def wrk(urls, seconds, connections, script=None):
     """wrk against every URL at once (one per server), the connections shared evenly:
     the rates and failures add up; each percentile is the worst server's (no server's
     own answers are merged, so this is an upper bound on the whole's percentile)."""
-    urls = [urls] if isinstance(urls, str) else urls
     threads = max(1, 2 // len(urls))
     processes = [
         subprocess.Popen(
@@ -311,8 +310,8 @@ def run(args):
             status_urls = [f"{base}/v1/introspection/{nodes[0][0]}" for base in bases]
             ceiling_urls = [f"http://127.0.0.1:{port}/ping" for port in ceiling_ports]
             wrk(status_urls, 2, args.connections)  # every gunicorn worker built its app
-            # In turns, so that both see the same machine: on a shared host the rate of
-            # even the trivial endpoint moves by 2-3x from one minute to the next.
+            # In turns, so that both see the same machine: this shared host's speed moves
+            # from one minute to the next.
             rounds = []
             for _ in range(args.rounds):
                 ceiling = wrk(ceiling_urls, args.seconds, args.connections)

@@ -60,7 +60,7 @@ class Coalescer:
         self._pending: list[_Waiter] = []
         #: A statement is in flight, or a successor has been told to run the next one.
         self._leading = False
-        #: Statements run and keys read, for tests and metrics.
+        #: Statements run and reads they answered (the tests read them).
         self.statements = 0
         self.reads = 0
 

@@ -88,11 +88,11 @@ class Prepared:
                 if fetch is None:
                     result = (cursor.rowcount, None)
                 else:
-                    rows = [cursor.fetchone()] if fetch is FIRST else cursor.fetchall()
+                    rows = cursor.fetchmany(1) if fetch is FIRST else cursor.fetchall()
                     # The driver builds the description on each use: only when the
                     # statement does not name its columns (a RETURNING written as text).
                     names = None if self.columns else [c[0] for c in cursor.description]
-                    result = ([row for row in rows if row is not None], names)
+                    result = (rows, names)
             finally:
                 cursor.close()
             if self._commits:

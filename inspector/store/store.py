@@ -59,10 +59,10 @@ class Store:
         self._read_node = Prepared(self._autocommit, transitions.READ_NODE)
         #: Concurrent node reads share a statement where an array parameter can carry
         #: their keys (PostgreSQL); elsewhere each read is its own statement.
-        self._node_reads = Coalescer(self._read_nodes_by_uuid) if self._one_statement_swap else None
-        self._read_nodes = (
-            Prepared(self._autocommit, transitions.READ_NODES) if self._node_reads else None
-        )
+        self._node_reads = self._read_nodes = None
+        if engine.dialect.name == "postgresql":
+            self._read_nodes = Prepared(self._autocommit, transitions.READ_NODES)
+            self._node_reads = Coalescer(self._read_nodes_by_uuid)
         self._load = Prepared(self._autocommit, transitions.LOAD)
         self._finish = Prepared(self._autocommit, transitions.FINISH)
         self._interrupt = Prepared(self._autocommit, transitions.INTERRUPT)
@@ -147,18 +147,18 @@ class Store:
         """The node's current row; NotFound when there is none. One statement, no
         transaction around it, prepared once: status reads are the API's hottest path.
         Reads made at the same time by other threads may share the statement."""
-        if self._node_reads is None:
-            row = self._retried(lambda: self._read_node.first(uuid=uuid))
-        else:
-            row = self._node_reads.get(uuid)
+        row = self._read_one(uuid) if self._node_reads is None else self._node_reads.get(uuid)
         if row is None:
             raise errors.NotFound(f"node {uuid} not found")
         return NodeRecord(**row)
 
+    def _read_one(self, uuid: str) -> dict | None:
+        return self._retried(lambda: self._read_node.first(uuid=uuid))
+
     def _read_nodes_by_uuid(self, uuids) -> dict:
         """Rows by uuid, for the coalescer: a lone read runs the one-row statement."""
         if len(uuids) == 1:
-            row = self._retried(lambda: self._read_node.first(uuid=uuids[0]))
+            row = self._read_one(uuids[0])
             return {} if row is None else {uuids[0]: row}
         rows = self._retried(lambda: self._read_nodes.all(uuids=list(uuids)))
         return {row["uuid"]: row for row in rows}
