@@ -10,6 +10,7 @@ from typing import Any
 
 from sqlalchemy import (
     Connection,
+    String,
     and_,
     bindparam,
     delete,
@@ -17,8 +18,10 @@ from sqlalchemy import (
     insert,
     or_,
     select,
+    text,
     update,
 )
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
 from inspector.store import upserts
@@ -30,20 +33,43 @@ DATA = IntrospectionData.__table__
 NODES = Node.__table__
 
 
+def pairs(attributes: dict[str, list[str]]) -> tuple[list[str], list[str]]:
+    """The distinct (name, lower-cased value) pairs of `attributes`, as a list of names
+    and a list of values (the array parameters of the PostgreSQL statements)."""
+    rows = sorted(
+        {(name, value.lower()) for name, values in attributes.items() for value in values if value}
+    )
+    return [name for name, _ in rows], [value for _, value in rows]
+
+
 def set_attributes(
     connection: Connection | Session, node_uuid: str, attributes: dict[str, list[str]]
 ) -> None:
     """Replace the node's lookup attributes with `attributes` (name -> values): Core
     statements (one DELETE, one multi-row INSERT), inside the caller's transaction."""
     connection.execute(delete(ATTRIBUTES).where(ATTRIBUTES.c.node_uuid == node_uuid))
-    rows = {
-        (name, value.lower()) for name, values in attributes.items() for value in values if value
-    }
-    if rows:
+    names, values = pairs(attributes)
+    if names:
         connection.execute(
             insert(ATTRIBUTES),
-            [{"name": n, "value": v, "node_uuid": node_uuid} for n, v in sorted(rows)],
+            [
+                {"name": n, "value": v, "node_uuid": node_uuid}
+                for n, v in zip(names, values, strict=True)
+            ],
         )
+
+
+#: PostgreSQL: `set_attributes` as one statement of fixed shape, committed on its own
+#: (the Store prepares it): the pairs no longer wanted are deleted, the new ones
+#: inserted, the ones kept left alone. Parameters: node_uuid, and `pairs`' two lists.
+REPLACE_ATTRIBUTES = text(
+    "WITH wanted AS (SELECT name, value FROM unnest(CAST(:names AS VARCHAR[]), "
+    "CAST(:values AS VARCHAR[])) AS k(name, value)), "
+    "gone AS (DELETE FROM attributes WHERE node_uuid = :node_uuid "
+    "AND (name, value) NOT IN (SELECT name, value FROM wanted)) "
+    "INSERT INTO attributes (name, value, node_uuid) "
+    "SELECT name, value, :node_uuid FROM wanted ON CONFLICT DO NOTHING"
+)
 
 
 def _counts(attributes: dict[str, list[str]]):
@@ -81,12 +107,38 @@ def candidates(
     counted = counts.subquery()
     # Attributes belong to a node (foreign key, ON DELETE CASCADE): the join loses none.
     statement = select(counted.c.matches, NODES).join(NODES, NODES.c.uuid == counted.c.node_uuid)
-    found = {}
-    for row in connection.execute(statement):
-        fields = row._asdict()
+    return found(row._mapping for row in connection.execute(statement))
+
+
+#: PostgreSQL: `candidates` as one statement of fixed shape (the wanted pairs as two
+#: array parameters, from `pairs`), prepared once by the Store: building and caching
+#: the IN clauses of each lookup cost more CPU than the query.
+_WANTED = (
+    func.unnest(bindparam("names", type_=ARRAY(String)), bindparam("values", type_=ARRAY(String)))
+    .table_valued("name", "value")
+    .render_derived(name="wanted")
+)
+_COUNTED = (
+    select(ATTRIBUTES.c.node_uuid, func.count().label("matches"))
+    .join_from(
+        ATTRIBUTES,
+        _WANTED,
+        and_(ATTRIBUTES.c.name == _WANTED.c.name, ATTRIBUTES.c.value == _WANTED.c.value),
+    )
+    .group_by(ATTRIBUTES.c.node_uuid)
+    .subquery()
+)
+CANDIDATES = select(_COUNTED.c.matches, NODES).join(NODES, NODES.c.uuid == _COUNTED.c.node_uuid)
+
+
+def found(rows) -> dict[str, tuple[int, NodeRecord]]:
+    """`candidates`' answer from rows of `CANDIDATES` (mappings: matches and the node)."""
+    result = {}
+    for row in rows:
+        fields = dict(row)
         count = fields.pop("matches")
-        found[fields["uuid"]] = (count, NodeRecord(**fields))
-    return found
+        result[fields["uuid"]] = (count, NodeRecord(**fields))
+    return result
 
 
 def attributes_of(session: Session, node_uuid: str) -> dict[str, list[str]]:

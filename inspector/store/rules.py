@@ -101,12 +101,24 @@ def summaries(session: Session) -> list[dict[str, Any]]:
     return [{"uuid": r.uuid, "description": r.description, "scope": r.scope} for r in rows]
 
 
-def all_rules(session: Session) -> list[dict[str, Any]]:
-    """Every enabled rule in full, in creation order (for evaluation)."""
-    rows = session.scalars(
-        select(Rule.uuid).where(Rule.disabled.is_(False)).order_by(Rule.created_at, Rule.uuid)
-    )
-    return [get(session, uuid) for uuid in rows]
+#: The uuids of the enabled rules, in creation order (the Store prepares it: read at
+#: every processing, when most sites have no rule at all).
+ENABLED = (
+    select(Rule.__table__.c.uuid)
+    .where(Rule.__table__.c.disabled.is_(False))
+    .order_by(Rule.__table__.c.created_at, Rule.__table__.c.uuid)
+)
+
+
+def full(session: Session, uuids: list[str]) -> list[dict[str, Any]]:
+    """The rules of `uuids` in full, in that order; one gone meanwhile is left out."""
+    found = []
+    for uuid in uuids:
+        try:
+            found.append(get(session, uuid))
+        except errors.NotFound:
+            continue
+    return found
 
 
 def remove(session: Session, uuid: str) -> None:

@@ -10,7 +10,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import Connection, bindparam, insert, select, update
 
 from inspector.store import upserts
 from inspector.store.models import IronicSnapshot
@@ -58,9 +58,13 @@ def save(
     connection.execute(insert(SNAPSHOTS).values(node_uuid=node_uuid, **values))
 
 
-def get(connection: Connection, node_uuid: str) -> SnapshotRecord | None:
-    row = connection.execute(select(SNAPSHOTS).where(SNAPSHOTS.c.node_uuid == node_uuid)).first()
+#: A node's snapshot row by node_uuid (the Store prepares it: read twice per introspection).
+READ = select(SNAPSHOTS).where(SNAPSHOTS.c.node_uuid == bindparam("node_uuid"))
+
+
+def record(row: dict[str, Any] | None) -> SnapshotRecord | None:
+    """The snapshot of a `READ` row (a mapping); None for no row."""
     if row is None:
         return None
-    ports = None if row.ports is None else json.loads(row.ports)
-    return SnapshotRecord(row.node_uuid, json.loads(row.node), ports, row.taken_at)
+    ports = None if row["ports"] is None else json.loads(row["ports"])
+    return SnapshotRecord(row["node_uuid"], json.loads(row["node"]), ports, row["taken_at"])

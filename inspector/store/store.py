@@ -60,9 +60,14 @@ class Store:
         #: Concurrent node reads share a statement where an array parameter can carry
         #: their keys (PostgreSQL); elsewhere each read is its own statement.
         self._node_reads = self._read_nodes = None
+        #: The ramdisk lookup and the replacement of a node's attributes as statements
+        #: of fixed shape, where array parameters carry the pairs (PostgreSQL).
+        self._candidates = self._replace_attributes = None
         if engine.dialect.name == "postgresql":
             self._read_nodes = Prepared(self._autocommit, transitions.READ_NODES)
             self._node_reads = Coalescer(self._read_nodes_by_uuid)
+            self._candidates = Prepared(self._autocommit, lookup.CANDIDATES)
+            self._replace_attributes = Prepared(self._autocommit, lookup.REPLACE_ATTRIBUTES)
         self._load = Prepared(self._autocommit, transitions.LOAD)
         self._finish = Prepared(self._autocommit, transitions.FINISH)
         self._interrupt = Prepared(self._autocommit, transitions.INTERRUPT)
@@ -71,6 +76,8 @@ class Store:
             Prepared(self._autocommit, transitions.CREATE) if self._one_statement_swap else None
         )
         self._read_data = Prepared(self._autocommit, lookup.READ_DATA)
+        self._read_snapshot = Prepared(self._autocommit, snapshots.READ)
+        self._enabled_rules = Prepared(self._autocommit, rules.ENABLED)
         #: The upserts, where the database has one (else a transaction does it).
         self._upsert_data = self._prepared_upsert(lookup.UPSERT_STATEMENTS)
         self._upsert_snapshot = self._prepared_upsert(snapshots.UPSERT_STATEMENTS)
@@ -297,7 +304,13 @@ class Store:
             return listing.page(session, limit=limit, marker=marker, states=states)
 
     def set_attributes(self, node_uuid: str, attributes: dict[str, list[str]]) -> None:
-        self._write(lookup.set_attributes, node_uuid, attributes)
+        """Replace the node's lookup attributes, committed before returning."""
+        if self._replace_attributes is None:
+            self._write(lookup.set_attributes, node_uuid, attributes)
+            return
+        names, values = lookup.pairs(attributes)
+        with engines.translate_errors(self.engine):
+            self._replace_attributes.run(node_uuid=node_uuid, names=names, values=values)
 
     def attributes(self, node_uuid: str) -> dict[str, list[str]]:
         with self.session() as session:
@@ -309,7 +322,12 @@ class Store:
 
     def lookup_nodes(self, attributes: dict[str, list[str]]) -> dict[str, tuple[int, NodeRecord]]:
         """node uuid -> (number of matching attributes, the node as read), in one query."""
-        return self._read(lookup.candidates, attributes)
+        if self._candidates is None:
+            return self._read(lookup.candidates, attributes)
+        names, values = lookup.pairs(attributes)
+        if not names:
+            return {}
+        return lookup.found(self._retried(lambda: self._candidates.all(names=names, values=values)))
 
     def store_data(self, node_uuid: str, data: dict, *, processed: bool) -> None:
         """Insert or replace the node's data, committed before returning: one prepared
@@ -340,7 +358,8 @@ class Store:
             self._upsert_snapshot.run(**values)
 
     def snapshot(self, node_uuid: str) -> SnapshotRecord | None:
-        return self._read(snapshots.get, node_uuid)
+        row = self._retried(lambda: self._read_snapshot.first(node_uuid=node_uuid))
+        return snapshots.record(row)
 
     def create_rule(self, rule: dict) -> dict:
         with self.session() as session:
@@ -355,8 +374,13 @@ class Store:
             return rules.summaries(session)
 
     def all_rules(self) -> list[dict]:
+        """Every enabled rule in full, in creation order (for evaluation): one prepared
+        statement when there is none, as on most sites."""
+        uuids = [row["uuid"] for row in self._retried(self._enabled_rules.all)]
+        if not uuids:
+            return []
         with self.session() as session:
-            return rules.all_rules(session)
+            return rules.full(session, uuids)
 
     def delete_rule(self, uuid: str) -> None:
         with self.session() as session:
