@@ -262,22 +262,30 @@ class MessagingChannel(Channel):
 
 
 class Announcer:
-    """What the workers announce; every method returns at once and never raises."""
+    """What the workers announce; every method returns at once and never raises.
 
-    def __init__(self, channel: Channel) -> None:
+    `wanted()` says whether anything applies the announcements (a firewall with a real
+    driver, see firewall.demand); when it says no, nothing is published."""
+
+    def __init__(self, channel: Channel, wanted: Callable[[], bool] = lambda: True) -> None:
         self.channel = channel
+        self.wanted = wanted
+
+    def _publish(self, event_type: str, payload: dict) -> None:
+        if self.wanted():
+            self.channel.publish(event_type, payload)
 
     def introspection_started(self, node_uuid: str, macs: list[str]) -> None:
-        self.channel.publish(INTROSPECTION_STARTED, {"node_uuid": node_uuid, "macs": list(macs)})
+        self._publish(INTROSPECTION_STARTED, {"node_uuid": node_uuid, "macs": list(macs)})
 
     def introspection_ended(self, node_uuid: str) -> None:
-        self.channel.publish(INTROSPECTION_ENDED, {"node_uuid": node_uuid})
+        self._publish(INTROSPECTION_ENDED, {"node_uuid": node_uuid})
 
     def port_added(self, port_uuid: str, address: str) -> None:
-        self.channel.publish(PORT_ADDED, {"uuid": port_uuid, "address": address})
+        self._publish(PORT_ADDED, {"uuid": port_uuid, "address": address})
 
     def port_removed(self, port_uuid: str, address: str) -> None:
-        self.channel.publish(PORT_REMOVED, {"uuid": port_uuid, "address": address})
+        self._publish(PORT_REMOVED, {"uuid": port_uuid, "address": address})
 
 
 #: Queue URL schemes and the oslo.messaging URL scheme of the same broker.

@@ -17,7 +17,7 @@ from inspector.broker import channels, notifier
 from inspector.broker.queue import WorkQueue
 from inspector.coordination.election import Election
 from inspector.errors import ConfigError
-from inspector.firewall import drivers, manager, sources
+from inspector.firewall import demand, drivers, manager, sources
 from inspector.ironic.lazy import LazyIronic
 from inspector.lifecycle import Lifecycle, Outages, RetryPolicy
 from inspector.notifications import drivers as notification_drivers
@@ -155,10 +155,13 @@ def start_firewall(
     ironic: LazyIronic | None,
     channel: channels.Channel | None,
     budget: Outages,
+    lifecycle: Lifecycle,
 ) -> None:
     """The firewall's sources (polls and channel), its thread, then its election. The
     noop driver polls nothing: nothing would use what the polls read (above all a
-    listing of every Ironic port each period); it still answers status requests."""
+    listing of every Ironic port each period); it still answers status requests. A real
+    driver stamps that this host applies announcements (firewall.demand), and, when it
+    is the first to, waits until the announcers have read it before its election."""
     group = conf.firewall
     polls = firewall.driver.name != "noop"
     if polls:
@@ -177,9 +180,19 @@ def start_firewall(
             outages=budget,
             service="Ironic",
         )
+    wait = 0.0
     if channel is not None:
         firewall.listen(channel)
+        if polls:
+            stamper = demand.Stamper(db, conf.host)
+            wait = stamper.first()
+            firewall.stamp_every(stamper, demand.STAMP_PERIOD)
     firewall.start()
+    if wait:
+        LOG.info(
+            "Waiting %.1f s for the workers to hear that this host applies announcements", wait
+        )
+        lifecycle.shutdown.wait(wait)
     election.start()
 
 
@@ -246,7 +259,9 @@ def running_pool(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> Iterator[Pool]:
         )
         throttle = RebootThrottle(t_coordinator, t_db, lifecycle, conf.worker.reboot_throttle)
         channel = channels.from_conf(conf, host=conf.host)
-        announcer = channels.Announcer(channel) if channel is not None else None
+        announcer = (
+            channels.Announcer(channel, wanted=demand.Demand(db)) if channel is not None else None
+        )
         tasks = (
             Tasks()
             if t_ironic is None
@@ -294,7 +309,16 @@ def running_pool(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> Iterator[Pool]:
             claim=db.claim_leadership,
         )
         stack.callback(pxe.join, conf.coordination.lease_timeout + JOIN_BOUND)
-        start_firewall(conf, firewall, pxe, db=db, ironic=ironic, channel=channel, budget=budget)
+        start_firewall(
+            conf,
+            firewall,
+            pxe,
+            db=db,
+            ironic=ironic,
+            channel=channel,
+            budget=budget,
+            lifecycle=lifecycle,
+        )
         Watchdog(db, lifecycle, budget).start()
         if isinstance(metrics, WorkerMetrics):
             metrics.watch_leader(runner.KIND, periodic)

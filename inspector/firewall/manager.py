@@ -71,6 +71,9 @@ class FirewallManager:
         self.whitelist = MacList("whitelist")
         self.blacklist = MacList("blacklist")
         self.channel: channels.Channel | None = None
+        #: Run every `_stamp_period` seconds by the firewall thread (firewall.demand).
+        self._stamp: Callable[[], object] | None = None
+        self._stamp_period = math.inf
         self._pollers: list[Poller] = []
         self._whitelist_poller: Poller | None = None
         # One apply at a time; the desired state is read under it too, so once a
@@ -137,6 +140,11 @@ class FirewallManager:
         channel.subscribe(
             Feed(self.whitelist, self.blacklist, on_change=self.wake, on_status_request=self.answer)
         )
+
+    def stamp_every(self, stamp: Callable[[], object], period: float) -> None:
+        """Call `stamp` every `period` seconds from the firewall thread, leader or not
+        (firewall.demand: this host applies the workers' announcements)."""
+        self._stamp, self._stamp_period = stamp, period
 
     def start(self) -> None:
         if self.channel is not None:
@@ -286,12 +294,15 @@ class FirewallManager:
             LOG.info("Firewall leadership (term %d) over: PXE service closed", leadership.term)
 
     def _run(self) -> None:
-        verified = time.monotonic()
+        verified = stamped = time.monotonic()
         while not self._stopped.is_set():
             self._wake.wait(self.refresh)
             self._wake.clear()
             if self._stopped.is_set():
                 return
+            if self._stamp is not None and time.monotonic() - stamped >= self._stamp_period:
+                self._stamp()
+                stamped = time.monotonic()
             verify = time.monotonic() - verified >= VERIFY_PERIOD
             try:
                 if self.sync(verify=verify) and verify:

@@ -407,6 +407,14 @@ class Store:
     def leadership(self, kind: str) -> MarkRecord | None:
         return self._read(singletons.read_mark, singletons.leader_marker(kind))
 
+    def mark(self, name: str) -> MarkRecord | None:
+        """The named marker (a cluster-wide fact), None when never set."""
+        return self._read(singletons.read_mark, name)
+
+    def stamp(self, name: str, holder: str) -> None:
+        """Set the named marker to `holder`, now (bumping its term)."""
+        self._write(singletons.set_mark, name, holder, self.clock())
+
     def start_run(self, kind: str, task: str, holder: str, term: int) -> int | None:
         """Record a periodic task run under leadership `term`; None when fenced off."""
         return self._write(

@@ -4,6 +4,7 @@ DLM, errors), the expiry it hands the kernel, and the lists converging from the 
 or from the channel alone."""
 
 import dataclasses
+import itertools
 import threading
 import time
 
@@ -345,6 +346,20 @@ def test_shutdown_flag_alone_closes_the_firewall_thread(log):
     lifecycle.stop("gave up on the database (test)")  # Outages.give_up does this
     wait_for(lambda: not driver.is_open(), 5, 0.01, "closed by the shutdown flag")
     manager.stop()
+
+
+def test_the_firewall_thread_stamps_every_period_leader_or_not():
+    manager, _ = started_leader()
+    stamps = []
+    manager.stamp_every(lambda: stamps.append(time.monotonic()), 0.05)
+    manager.start()
+    wait_for(lambda: len(stamps) >= 3, 5, 0.01, "three stamps")
+    assert not manager.is_leader()
+    assert all(b - a >= 0.05 for a, b in itertools.pairwise(stamps))
+    manager.stop()
+    count = len(stamps)
+    manager._wake.set()
+    assert len(stamps) == count
 
 
 # The lists: each source alone converges.

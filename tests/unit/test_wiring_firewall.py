@@ -1,12 +1,15 @@
 """wiring.start_firewall: which sources feed the PXE firewall. With the noop driver no
 poll does (nothing would use them: no listing of every Ironic port each period); the
-channel still brings status requests."""
+channel still brings status requests. A real driver stamps that its host applies the
+workers' announcements, and the first to do so waits for the announcers to read it."""
 
 import types
 
 import pytest
 
 from inspector.cmd import wiring
+from inspector.firewall import demand
+from inspector.store import Store, default_url, schema
 
 
 class Firewall:
@@ -22,6 +25,9 @@ class Firewall:
 
     def listen(self, channel) -> None:
         self.listened.append(channel)
+
+    def stamp_every(self, stamp, period) -> None:
+        self.stamps = (stamp, period)
 
     def start(self) -> None:
         self.started = True
@@ -41,11 +47,65 @@ class Election:
         ("noop", [], ["channel"]),
     ],
 )
-def test_sources_by_driver(conf, driver, watched, listened):
+def test_sources_by_driver(conf, store, driver, watched, listened):
     firewall, election = Firewall(driver), Election()
-    wiring.start_firewall(
-        conf, firewall, election, db=object(), ironic=object(), channel="channel", budget=None
-    )
+    start(conf, firewall, election, store)
     assert firewall.watched == watched
     assert firewall.listened == listened
     assert firewall.started and election.started
+
+
+class Shutdown:
+    def __init__(self, waits) -> None:
+        self.waits = waits
+
+    def wait(self, seconds) -> bool:
+        self.waits.append(seconds)
+        return False
+
+
+@pytest.fixture
+def store(tmp_path):
+    url = default_url(tmp_path)
+    schema.upgrade(url)
+    db = Store.from_url(url)
+    yield db
+    db.close()
+
+
+def start(conf, firewall, election, store, channel="channel"):
+    waits: list[float] = []
+    lifecycle = types.SimpleNamespace(shutdown=Shutdown(waits))
+    wiring.start_firewall(
+        conf,
+        firewall,
+        election,
+        db=store,
+        ironic=object(),
+        channel=channel,
+        budget=None,
+        lifecycle=lifecycle,
+    )
+    return waits
+
+
+def test_a_real_driver_stamps_and_the_first_waits_for_the_announcers(conf, store):
+    first = Firewall("nftables")
+    assert start(conf, first, Election(), store) == [demand.CHECK_PERIOD + 0.5]
+    assert store.mark(demand.MARKER).holder == conf.host
+    stamper, period = first.stamps
+    assert period == demand.STAMP_PERIOD
+    term = store.mark(demand.MARKER).term
+    stamper()
+    assert store.mark(demand.MARKER).term == term + 1
+    # Another host with a real driver, the stamp still fresh: no wait.
+    assert start(conf, Firewall("iptables"), Election(), store) == []
+    assert demand.Demand(store)()
+
+
+def test_noop_and_no_channel_stamp_nothing(conf, store):
+    for firewall, channel in ((Firewall("noop"), "channel"), (Firewall("nftables"), None)):
+        assert start(conf, firewall, Election(), store, channel=channel) == []
+        assert not hasattr(firewall, "stamps")
+    assert store.mark(demand.MARKER) is None
+    assert not demand.Demand(store)()
