@@ -20,6 +20,8 @@ from sqlalchemy import exc, text
 from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.pool import NullPool
 
+from inspector.store import Store, schema
+
 #: Where the tests find PostgreSQL; `eval "$(scripts/services env)"` sets it.
 POSTGRESQL_ENV = "INSPECTOR_TEST_POSTGRESQL_URL"
 #: Where the tests find Redis and RabbitMQ; set the same way.
@@ -97,6 +99,15 @@ def postgresql_url(postgresql_admin: Engine) -> Iterator[str]:
         with postgresql_admin.connect() as connection:
             # FORCE: a test that failed may have left a connection open.
             connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture
+def postgresql_store(postgresql_url: str):
+    """A Store on a new PostgreSQL database, its schema upgraded."""
+    schema.upgrade(postgresql_url)
+    db = Store.from_url(postgresql_url)
+    yield db
+    db.close()
 
 
 @pytest.fixture(scope="session")

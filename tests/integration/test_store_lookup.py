@@ -6,15 +6,12 @@ import uuid
 
 import pytest
 
-from inspector.store import Store, lookup, schema
+from inspector.store import lookup
 
 
 @pytest.fixture
-def store(postgresql_url):
-    schema.upgrade(postgresql_url)
-    db = Store.from_url(postgresql_url)
-    yield db
-    db.close()
+def store(postgresql_store):
+    return postgresql_store
 
 
 def new_node(store, state="waiting"):

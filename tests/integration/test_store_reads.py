@@ -10,18 +10,14 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
 from inspector import errors
-from inspector.store import Store, schema
 
 READERS = 6
 WRITES = 300
 
 
 @pytest.fixture
-def store(postgresql_url):
-    schema.upgrade(postgresql_url)
-    db = Store.from_url(postgresql_url)
-    yield db
-    db.close()
+def store(postgresql_store):
+    return postgresql_store
 
 
 def new_node(store):
