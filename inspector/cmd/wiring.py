@@ -159,9 +159,11 @@ def start_firewall(
 ) -> None:
     """The firewall's sources (polls and channel), its thread, then its election. The
     noop driver polls nothing: nothing would use what the polls read (above all a
-    listing of every Ironic port each period); it still answers status requests. A real
-    driver stamps that this host applies announcements (firewall.demand), and, when it
-    is the first to, waits until the announcers have read it before its election."""
+    listing of every Ironic port each period), and does not run for the leadership: a
+    noop leader would keep every real host's PXE service closed; it still answers
+    status requests. A real driver stamps that this host applies announcements
+    (firewall.demand), and, when it is the first to, waits until the announcers have
+    read it before its election."""
     group = conf.firewall
     polls = firewall.driver.name != "noop"
     if polls:
@@ -193,7 +195,8 @@ def start_firewall(
             "Waiting %.1f s for the workers to hear that this host applies announcements", wait
         )
         lifecycle.shutdown.wait(wait)
-    election.start()
+    if polls:
+        election.start()
 
 
 def notification_sender(conf: cfg.ConfigOpts, db: Store, budget: Outages) -> sender.Sender:
