@@ -1,6 +1,7 @@
 """Reading /proc/<pid>/stat: the fields after the command name, for the benchmark's
 process accounting (parents, process groups, CPU time)."""
 
+import os
 import pathlib
 
 
@@ -16,3 +17,13 @@ def fields(pid: int | str) -> list[str] | None:
 
 def pids() -> list[int]:
     return [int(entry.name) for entry in pathlib.Path("/proc").iterdir() if entry.name.isdigit()]
+
+
+def machine_seconds() -> tuple[float, float]:
+    """(busy, total) CPU seconds of the whole machine, all cores, since boot (/proc/stat;
+    idle and I/O wait are not busy)."""
+    first = pathlib.Path("/proc/stat").read_text().split("\n", 1)[0].split()
+    user, nice, system, idle, iowait, irq, softirq, steal = (int(v) for v in first[1:9])
+    total = user + nice + system + idle + iowait + irq + softirq + steal
+    hertz = os.sysconf("SC_CLK_TCK")
+    return (total - idle - iowait) / hertz, total / hertz

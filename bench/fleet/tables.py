@@ -29,6 +29,10 @@ def _num(value: object, digits: int = 1) -> str:
     return f"{value:,}" if isinstance(value, int) else f"{value:,.{digits}f}"
 
 
+def _percent(value: object) -> str:
+    return f"{value:.0%}" if isinstance(value, float) else DASH
+
+
 def _get(scenario: dict, *keys: str) -> object:
     value: object = scenario
     for key in keys:
@@ -155,10 +159,17 @@ def engine_section(results: dict) -> list[str]:
     columns = [NAME, _col("workers", "workers"), _col("worker threads", "worker_threads")]
     columns += [_col("introspections/s", "throughput"), _col("ceiling /s", "ceiling_per_second")]
     columns += [("ceiling / measured", ratio), _col("CPU ms each", "cpu_ms_per_introspection")]
+    columns += [_col("machine CPU ms each", "machine_cpu_ms_per_introspection")]
+    columns += [("cores busy", lambda s: _percent(s.get("machine_busy")))]
     scenarios = sorted(_of(results, "engine"), key=target_order)
     if not scenarios:
         return []
-    intro = "Against the in-repo fake Ironic: the engine's rate beside the sum-of-parts ceiling."
+    intro = (
+        "Against the in-repo fake Ironic: the engine's rate beside the sum-of-parts "
+        "ceiling. CPU ms each: our API and worker processes; machine CPU ms each: "
+        "everything on the machine (PostgreSQL, RabbitMQ, Redis, the fake Ironic and its "
+        "proxy, the simulated ramdisks, ours), and how busy its cores were."
+    )
     return ["", "### Engine alone", "", intro, "", *_table(columns, scenarios)]
 
 

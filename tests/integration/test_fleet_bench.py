@@ -74,6 +74,9 @@ def test_small_fleet_runs_both_services_and_the_floor(tmp_path, services_env):
         assert entry["continue_ms"]["count"] >= NODES, target
         assert entry["continue_non_2xx"] == 0, target
         assert entry["cpu_ms_per_introspection"] > 0, target
+        # The whole machine spent at least what the service under test did.
+        assert entry["machine_cpu_ms_per_introspection"] >= entry["cpu_ms_per_introspection"]
+        assert 0 < entry["machine_busy"] <= 1, target
     # Where the time went: our workers' metrics were read.
     assert by_target["inspector"]["backend_seconds_per_introspection"]["database"] > 0
 

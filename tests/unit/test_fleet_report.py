@@ -78,7 +78,15 @@ def results() -> dict:
             _scenario("batch-40", "ironic-floor", batch_seconds=12.7, histograms={}),
             _scenario("batch-200-killed", "inspector", batch=200, killed_worker=True),
             _scenario("engine", "engine", workers=1, throughput=120.0, ceiling_per_second=200.0),
-            _scenario("engine", "engine", workers=2, throughput=180.0, ceiling_per_second=300.0),
+            _scenario(
+                "engine",
+                "engine",
+                workers=2,
+                throughput=180.0,
+                ceiling_per_second=300.0,
+                machine_cpu_ms_per_introspection=10.5,
+                machine_busy=0.93,
+            ),
         ],
         "targets": [
             {"name": "within 1.25x of the floor", "value": 1.02, "limit": 1.25, "met": True},
@@ -111,7 +119,9 @@ def test_markdown_has_every_table_and_the_targets(results: dict) -> None:
     assert "| ironic-inspector 12.5.0 | 30.0 | 2.36 | 1.33 | 3,200.0 | 7,500.0 | 12.0 |" in text
     assert "| Ironic floor | 12.7 | 1.00 |" in text
     assert "| ours (inspector), 1 worker, worker killed |" in text
-    assert "| engine | 2 | 8 | 180.0 | 300.0 | 1.67 | 14.2 |" in text
+    assert "| engine | 2 | 8 | 180.0 | 300.0 | 1.67 | 14.2 | 10.5 | 93% |" in text
+    # Runs from before the machine's CPU was recorded show dashes.
+    assert "| engine | 1 | 8 | 120.0 | 200.0 | 1.67 | 14.2 | - | - |" in text
     assert "| GET node | 1.00 |" in text
     assert "| within 1.25x of the floor | 1.02 | 1.25 | met |" in text
     assert "| /v1/continue p99 under 50 ms | 61.00 | 50.00 | **not met** | batch-1000 |" in text
