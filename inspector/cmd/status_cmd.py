@@ -78,7 +78,7 @@ def _leader(conf: cfg.ConfigOpts) -> str:
     except InspectorError as exc:
         return f"unknown ({exc.message})"
     if mark is None:
-        return "none elected yet"
+        return "none elected yet (only workers with a real PXE driver run for it)"
     return f"{mark.holder} (term {mark.term}, elected {mark.at:%Y-%m-%d %H:%M:%S} UTC)"
 
 
