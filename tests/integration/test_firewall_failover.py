@@ -6,6 +6,9 @@ The leader is killed with SIGKILL (it cannot close anything: its rules expire in
 kernel) or stopped with SIGTERM (it closes before it lets go of its lease), alternately,
 and restarted. After a kill -9 another host offers again within 5 s; no DISCOVER is
 ever answered by two hosts.
+
+A worker with the noop driver beside them (the second worker of a host must use noop)
+never takes the leadership: it would keep every real host's PXE service closed.
 """
 
 import signal
@@ -31,6 +34,20 @@ OPTIONS = {
 FAILOVER_BOUND = 5.0
 
 
+def workers_only(tmp_path, postgresql_admin, rabbitmq_url, redis_url, ironic_url):
+    """The deployment's services and configuration; the workers are started per host."""
+    return running_deployment(
+        tmp_path,
+        postgresql_admin,
+        queue_url=rabbitmq_url,
+        redis_url=redis_url,
+        ironic_url=ironic_url,
+        apis=0,
+        workers=0,
+        options=OPTIONS,
+    )
+
+
 @pytest.fixture
 def lab(tmp_path):
     lab = Lab(tmp_path).up()
@@ -42,15 +59,8 @@ def lab(tmp_path):
 def test_leader_changes_never_open_two_hosts(
     tmp_path, lab, postgresql_admin, rabbitmq_server, redis_server, ironic_url, driver, changes
 ):
-    with running_deployment(
-        tmp_path,
-        postgresql_admin,
-        queue_url=rabbitmq_server,
-        redis_url=redis_server,
-        ironic_url=ironic_url,
-        apis=0,
-        workers=0,
-        options=OPTIONS,
+    with workers_only(
+        tmp_path, postgresql_admin, rabbitmq_server, redis_server, ironic_url
     ) as cluster:
         workers = {host.address: start_worker(cluster, host, driver) for host in lab.hosts}
         hosts = {host.address: host for host in lab.hosts}
@@ -100,6 +110,25 @@ def test_leader_changes_never_open_two_hosts(
         print(_summary(driver, everything, failovers))
         assert max(failovers["kill -9"]) <= FAILOVER_BOUND, failovers
         assert len(failovers["kill -9"]) + len(failovers["SIGTERM"]) == changes
+
+
+def test_a_noop_worker_does_not_keep_the_real_hosts_closed(
+    tmp_path, lab, postgresql_admin, rabbitmq_server, redis_server, ironic_url
+):
+    noop_host, real_host = lab.hosts[:2]
+    with workers_only(
+        tmp_path, postgresql_admin, rabbitmq_server, redis_server, ironic_url
+    ) as cluster:
+        # Started first: before the fix it took the leadership and kept it.
+        noop = start_worker(cluster, noop_host, "noop")
+        wait_for(lambda: _ready(noop), 30, message=lambda: f"the noop worker\n{cluster.logs()}")
+        start_worker(cluster, real_host, "nftables")
+        wait_for(
+            lambda: is_filtered(real_host, "nftables") and is_open(real_host, "nftables"),
+            20,
+            message=lambda: f"the real host's PXE service open\n{cluster.logs()}",
+        )
+        assert noop.alive()
 
 
 def _ready(worker) -> bool:
