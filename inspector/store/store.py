@@ -405,7 +405,7 @@ class Store:
         return self._read(singletons.holds, kind, term)
 
     def leadership(self, kind: str) -> MarkRecord | None:
-        return self._read(singletons.read_mark, singletons.leader_marker(kind))
+        return self.mark(singletons.leader_marker(kind))
 
     def mark(self, name: str) -> MarkRecord | None:
         """The named marker (a cluster-wide fact), None when never set."""
