@@ -15,8 +15,13 @@ import threading
 import time
 from collections.abc import Callable
 from types import FrameType
+from typing import TypeVar
+
+from inspector import errors
 
 LOG = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 #: Exit status of a process killed by a second signal (like a shell: 128 + SIGTERM).
 FORCED_EXIT_STATUS = 128 + signal.SIGTERM
@@ -119,6 +124,22 @@ class Outages:
             since = self._since.pop(service, None)
         if since is not None:
             LOG.info("%s reachable again after %.1f s", service, self._clock() - since)
+
+    def until_reached(self, service: str, attempt: Callable[[], T]) -> T | None:
+        """attempt() again every retry_interval while it raises ServiceUnavailable, within
+        service's budget: for start-up, where a backend may still be coming up. Its
+        result; None when the process stops meanwhile (a signal, or the budget spent:
+        then the process's exit status and reason say so)."""
+        while True:
+            try:
+                result = attempt()
+            except errors.ServiceUnavailable as exc:
+                self.failed(service, exc.message)
+                if self.lifecycle.wait(self.interval(service)):
+                    return None
+            else:
+                self.recovered(service)
+                return result
 
     def give_up(self, service: str, message: str) -> None:
         """Stop the process at once: service's own client gave up retrying."""

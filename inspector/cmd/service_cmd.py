@@ -44,10 +44,17 @@ def _load(argv, *, embedded: bool) -> cfg.ConfigOpts:
     return conf
 
 
-def _require_schema(conf: cfg.ConfigOpts) -> None:
+def _require_schema(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> bool:
     """Start on a schema with every expand revision this release knows (pending contract
-    revisions are fine), or on a newer one (a rolling upgrade under way)."""
-    current = schema.current_revision(store.database_url(conf))
+    revisions are fine), or on a newer one (a rolling upgrade under way). A database
+    still coming up (a host's boot, a fail-over) is waited for within its retry budget
+    ([database] max_retries x retry_interval); False when the process stops meanwhile."""
+    budget = wiring.outages(conf, lifecycle)
+    current = budget.until_reached(
+        "database", lambda: schema.current_revision(store.database_url(conf))
+    )
+    if lifecycle.shutdown.is_set():
+        return False
     verdict = schema.compatibility(current)
     if verdict == "newer":
         LOG.warning(
@@ -58,6 +65,7 @@ def _require_schema(conf: cfg.ConfigOpts) -> None:
         )
     elif verdict != "ok":
         raise ConfigError(verdict)
+    return True
 
 
 def _serve(conf: cfg.ConfigOpts, lifecycle: Lifecycle, **services) -> None:
@@ -73,29 +81,34 @@ def _stop_pool(pool, conf: cfg.ConfigOpts) -> None:
         LOG.warning("Workers still busy after %.0f s: exiting; their requests come back", bound)
 
 
+def _stopped(lifecycle: Lifecycle) -> int:
+    LOG.info("Stopped (%s)", lifecycle.reason)
+    return lifecycle.exit_status
+
+
 def run_api(_args, argv) -> int:
     conf = _load(argv, embedded=False)
     wiring.check_shared_backends(conf, "api")
-    _require_schema(conf)
     lifecycle = Lifecycle()
     lifecycle.install_signal_handlers()
+    if not _require_schema(conf, lifecycle):
+        return _stopped(lifecycle)
     _serve(conf, lifecycle)
-    LOG.info("Stopped (%s)", lifecycle.reason)
-    return lifecycle.exit_status
+    return _stopped(lifecycle)
 
 
 def run_worker(_args, argv) -> int:
     conf = _load(argv, embedded=False)
     wiring.check_shared_backends(conf, "worker")
-    _require_schema(conf)
     lifecycle = Lifecycle()
     lifecycle.install_signal_handlers()
+    if not _require_schema(conf, lifecycle):
+        return _stopped(lifecycle)
     with wiring.running_pool(conf, lifecycle) as pool:
         settle_heap()
         lifecycle.shutdown.wait()
         _stop_pool(pool, conf)
-    LOG.info("Stopped (%s)", lifecycle.reason)
-    return lifecycle.exit_status
+    return _stopped(lifecycle)
 
 
 def run_all(_args, argv) -> int:
@@ -112,5 +125,4 @@ def run_all(_args, argv) -> int:
             conf, lifecycle, store=handler.store, queue=handler.queue, ironic=handler.tasks.ironic
         )
         _stop_pool(pool, conf)
-    LOG.info("Stopped (%s)", lifecycle.reason)
-    return lifecycle.exit_status
+    return _stopped(lifecycle)
