@@ -5,6 +5,7 @@ It holds no engine itself: callers build one and pass it around.
 """
 
 import contextlib
+import importlib.util
 import logging
 import os
 from collections.abc import Iterator
@@ -68,10 +69,28 @@ def describe(url: str | URL) -> str:
         return "<invalid database URL>"
 
 
+#: Drivers that ironic-inspector's URLs name or imply, with their module, and ours for
+#: the same server: used when theirs is not installed here.
+DRIVER_SWAPS = {
+    "psycopg2": ("psycopg2", "postgresql+psycopg"),
+    "mysqldb": ("MySQLdb", "mysql+pymysql"),
+}
+
+
+def usable_url(url: URL) -> URL:
+    """url with its driver swapped for ours when it names (or implies, as
+    `postgresql://` and `mysql://` do) a driver that is not installed here: an
+    ironic-inspector `[database] connection` works as it is."""
+    swap = DRIVER_SWAPS.get(url.get_driver_name())
+    if swap is None or importlib.util.find_spec(swap[0]) is not None:
+        return url
+    return url.set(drivername=swap[1])
+
+
 def create_engine(url: str) -> Engine:
     """An engine for url; SQLite gets WAL, foreign keys and a busy timeout."""
     try:
-        parsed = make_url(url)
+        parsed = usable_url(make_url(url))
         if parsed.get_backend_name() == "sqlite":
             engine = sqlalchemy.create_engine(parsed)
             event.listen(engine, "connect", _configure_sqlite)

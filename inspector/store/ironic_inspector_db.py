@@ -5,7 +5,6 @@ knows our own tables.
 
 import contextlib
 import dataclasses
-import importlib.util
 import json
 from collections.abc import Iterator
 from datetime import datetime
@@ -24,7 +23,7 @@ from sqlalchemy import (
     select,
 )
 from sqlalchemy import exc as sa_exc
-from sqlalchemy.engine import Connection, Engine, make_url
+from sqlalchemy.engine import Connection, Engine
 
 from inspector import errors
 from inspector.store import engine as engines
@@ -103,28 +102,6 @@ DATA = Table(
 REQUIRED = {table.name: {column.name for column in table.columns} for table in _META.sorted_tables}
 
 
-#: Drivers that ironic-inspector's URLs name or imply, with their module, and ours for
-#: the same server: used when theirs is not installed here.
-DRIVER_SWAPS = {
-    "psycopg2": ("psycopg2", "postgresql+psycopg"),
-    "mysqldb": ("MySQLdb", "mysql+pymysql"),
-}
-
-
-def usable_url(url: str) -> str:
-    """`url` with its driver swapped for ours when it names (or implies, as
-    `postgresql://` does) a driver that is not installed; unchanged otherwise."""
-    try:
-        parsed = make_url(url)
-        driver = parsed.get_driver_name()
-    except (sa_exc.ArgumentError, sa_exc.NoSuchModuleError):
-        return url  # create_engine says what is wrong with it
-    swap = DRIVER_SWAPS.get(driver)
-    if swap is None or importlib.util.find_spec(swap[0]) is not None:
-        return url
-    return parsed.set(drivername=swap[1]).render_as_string(hide_password=False)
-
-
 class SourceUnusable(errors.BadRequest):
     """The source database cannot be reached, or is not an ironic-inspector database."""
 
@@ -170,7 +147,7 @@ class Source:
     def __init__(self, url: str) -> None:
         self.url = url
         self.name = engines.describe(url)
-        self._engine: Engine = engines.create_engine(usable_url(url))
+        self._engine: Engine = engines.create_engine(url)
         try:
             self._check()
         except BaseException:

@@ -23,7 +23,6 @@ from inspector.store.ironic_inspector_db import (
     Source,
     SourceNode,
     SourceUnusable,
-    usable_url,
 )
 
 #: What `ironic-inspector-dbsync upgrade` (12.5.0) creates on SQLite.
@@ -235,14 +234,6 @@ def test_attribute_names_are_our_lookup_names():
     assert (processing_lookup.MAC, processing_lookup.BMC) == ("mac", "bmc_address")
     wanted = mapping.wanted_attributes({"mac": {"AA:BB:CC:DD:EE:FF"}, "bmc_address": set()})
     assert wanted == {"mac": ["aa:bb:cc:dd:ee:ff"]}
-
-
-def test_driver_swaps_for_ours_when_theirs_is_missing(monkeypatch):
-    monkeypatch.setattr("importlib.util.find_spec", lambda name: None)
-    assert usable_url("postgresql://u:p@h/db") == "postgresql+psycopg://u:p@h/db"
-    assert usable_url("mysql://u:p@h/db?charset=utf8") == "mysql+pymysql://u:p@h/db?charset=utf8"
-    assert usable_url("mysql+pymysql://u:p@h/db") == "mysql+pymysql://u:p@h/db"
-    assert usable_url("sqlite:///x") == "sqlite:///x"
 
 
 # -- nodes, attributes and data -----------------------------------------------------------

@@ -6,9 +6,11 @@ from datetime import datetime, timedelta
 
 import pytest
 from sqlalchemy import delete, func, select
+from sqlalchemy.engine import make_url
 
 from inspector import errors
 from inspector.store import Store, create_engine, default_url
+from inspector.store.engine import usable_url
 from inspector.store.models import Attribute, Node, metadata
 
 NODE = "1be26c0b-03f2-4d2e-ae87-c02d7f33c123"
@@ -182,6 +184,31 @@ def test_missing_schema_is_an_inspector_error(tmp_path, caplog):
     finally:
         store.close()
     assert "no such table" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("url", "usable"),
+    [
+        ("postgresql://u:p@h/db", "postgresql+psycopg://u:p@h/db"),
+        ("postgresql+psycopg2://u:p@h/db", "postgresql+psycopg://u:p@h/db"),
+        ("mysql://u:p@h/db?charset=utf8", "mysql+pymysql://u:p@h/db?charset=utf8"),
+        ("mysql+pymysql://u:p@h/db", "mysql+pymysql://u:p@h/db"),
+        ("sqlite:///x", "sqlite:///x"),
+    ],
+)
+def test_ironic_inspector_urls_use_our_driver_when_theirs_is_missing(monkeypatch, url, usable):
+    monkeypatch.setattr("importlib.util.find_spec", lambda name: None)
+    assert usable_url(make_url(url)).render_as_string(hide_password=False) == usable
+
+
+def test_a_postgresql_url_without_a_driver_makes_a_usable_engine(monkeypatch):
+    # psycopg2, which `postgresql://` implies, is not a dependency: psycopg 3 is used.
+    monkeypatch.setattr("importlib.util.find_spec", lambda name: None)
+    engine = create_engine("postgresql://u:p@127.0.0.1:1/db")
+    try:
+        assert engine.dialect.driver == "psycopg"
+    finally:
+        engine.dispose()
 
 
 @pytest.mark.parametrize("url", ["nonsense://", "not a url", "sqlite+nodriver://"])
