@@ -267,15 +267,27 @@ class Handler:
             self._log(request, logging.WARNING, "cannot mark the task interrupted: %s", exc)
 
     def _fail(self, node: NodeRecord, request: Request, message: str) -> None:
+        """The node goes to error; the error's own work (announcing the end to the PXE
+        firewalls, when there is an announcer) is done and its request marked done."""
         current = self.store.get_node(node.uuid)
         transition = self.machine.advance(State(current.state), Event.ERROR)
-        self._commit(
-            current,
-            request,
-            transition,
-            request_id=request.follow_up(Event.ERROR).request_id,
-            reason=message,
-        )
+        self._end(current, request, transition, request.follow_up(Event.ERROR), message)
+
+    def _end(
+        self,
+        node: NodeRecord,
+        request: Request,
+        transition: Transition,
+        end: Request,
+        reason: str | None = None,
+    ) -> None:
+        """Commit request's transition into an end state as the request `end`, then the
+        end's own work (the announcement to the PXE firewalls, with an announcer), after
+        which `end` is done."""
+        node = self._commit(node, request, transition, request_id=end.request_id, reason=reason)
+        if self.tasks.has_work(transition.target):
+            self.tasks.run(node, end, transition)
+            self.store.finish_request(end.request_id)
 
     def _redelivered(
         self, request: Request, event: Event, seen: RequestRecord, node: NodeRecord | None
@@ -307,9 +319,7 @@ class Handler:
         self._log(request, logging.WARNING, "strict event seen again after its task ran: deja vu")
         if self.machine.can(State(node.state), event):
             transition = self.machine.advance(State(node.state), event)
-            self._commit(
-                node, request, transition, request_id=request.follow_up("dejavu").request_id
-            )
+            self._end(node, request, transition, request.follow_up("dejavu"))
         self.store.finish_request(request.request_id)
         return outcomes.DEJA_VU
 

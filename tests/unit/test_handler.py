@@ -80,6 +80,17 @@ class RecordingTasks(Tasks):
             raise errors.ServiceUnavailable("Ironic is down", service="Ironic")
 
 
+class RecordingAnnouncer:
+    def __init__(self):
+        self.ended = []
+
+    def introspection_started(self, node_uuid, macs):
+        pass
+
+    def introspection_ended(self, node_uuid):
+        self.ended.append(node_uuid)
+
+
 class StoreWrapper:
     """The real store, with the methods a test overrides."""
 
@@ -288,6 +299,19 @@ def test_strict_event_seen_again_after_its_task_ran_is_deja_vu(handler, store, t
     assert store.find_request("c1").status == "done"
 
 
+def test_deja_vu_announces_the_end_and_finishes_its_error(store, coordinator, queue):
+    tasks = RecordingTasks()
+    tasks.announcer = RecordingAnnouncer()
+    handler = Handler(store, coordinator, queue, tasks)
+    deliver(handler, "inspect")
+    _crash_after_commit(store, "continue", "waiting", "processing", "c1")
+    store.mark_ran("c1")
+    assert deliver(handler, "continue", request_id="c1").outcome == "ack"
+    assert store.get_node(NODE).error == DEJA_VU_REASON
+    assert tasks.announcer.ended == [NODE]
+    assert store.find_request("c1.dejavu").status == requests.DONE
+
+
 def test_strict_event_whose_task_did_not_finish_runs_it_again(handler, store, tasks, queue):
     deliver(handler, "inspect")
     # The worker died mid-processing: the request is applied, its task never marked ran.
@@ -382,6 +406,20 @@ def test_failing_task_sends_the_node_to_error(store, coordinator, queue, fail_on
     assert node.state == State.ERROR
     assert node.error.startswith(("starting failed", "processing failed"))
     assert queue.events() == []
+
+
+def test_failing_task_announces_the_end_and_finishes_its_error(store, coordinator, queue):
+    tasks = RecordingTasks(fail_on="process")
+    tasks.announcer = RecordingAnnouncer()
+    handler = Handler(store, coordinator, queue, tasks)
+    deliver(handler, "inspect")
+    assert deliver(handler, "continue", request_id="ramdisk-1").outcome == "ack"
+    assert store.get_node(NODE).state == State.ERROR
+    # The PXE firewalls hear that the introspection ended, as for any other end...
+    assert tasks.announcer.ended == [NODE]
+    # ...and both the failed request and its error are done, not left `applied`.
+    assert store.find_request("ramdisk-1").status == requests.DONE
+    assert store.find_request("ramdisk-1.error").status == requests.DONE
 
 
 def test_outage_in_a_task_leaves_the_request_for_a_rerun_even_when_strict(
