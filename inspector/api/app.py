@@ -24,8 +24,6 @@ from inspector.broker.queue import WorkQueue
 from inspector.ironic.lazy import LazyIronic
 from inspector.store import Store, database_url
 
-CONTINUE_ENDPOINT = "ramdisk.continue_introspection"
-
 
 def build_services(conf: cfg.ConfigOpts, **given) -> Services:
     """The services the views use; anything not given is built from the configuration."""
@@ -63,27 +61,17 @@ class InspectorFlask(flask.Flask):
         return sync
 
 
-def _limit_body() -> None:
-    """before_request: the body limit of this route (werkzeug refuses more with 413)."""
-    api = flask.current_app.extensions[EXTENSION].conf.api
-    if flask.request.endpoint == CONTINUE_ENDPOINT:
-        flask.request.max_content_length = api.max_continue_body_size
-    else:
-        flask.request.max_content_length = api.max_request_body_size
-
-
 def create_app(conf: cfg.ConfigOpts, **services) -> flask.Flask:
     """The WSGI app. `services` (store, queue, ironic, policy, guard) override the ones
     built from `conf`, for tests and for `inspector all`, which shares its queue."""
     app = InspectorFlask("inspector.api")
     app.config["INSPECTOR_DEBUG"] = conf.debug
-    app.config["MAX_CONTENT_LENGTH"] = max(
-        conf.api.max_request_body_size, conf.api.max_continue_body_size
-    )
+    # The body limit of every route but /v1/continue, whose view sets its own (larger:
+    # ramdisk logs) before reading the body; werkzeug refuses more with 413.
+    app.config["MAX_CONTENT_LENGTH"] = conf.api.max_request_body_size
     app.json.sort_keys = False
     app.url_map.strict_slashes = False
     app.extensions[EXTENSION] = build_services(conf, **services)
-    app.before_request(_limit_body)
     app.before_request(versions.negotiate)
     app.wsgi_app = versions.Stamp(app.wsgi_app)
     errors.register(app)

@@ -102,6 +102,22 @@ class ClusterCollector:
         )
 
 
+#: Where `Clock` leaves the time a request arrived, in the WSGI environ.
+STARTED_KEY = "inspector.started"
+
+
+class Clock:
+    """WSGI middleware: the time each request arrived, for its latency. Cheaper than a
+    before_request hook, which Flask calls through its hook machinery."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    def __call__(self, environ, start_response):
+        environ[STARTED_KEY] = time.perf_counter()
+        return self.app(environ, start_response)
+
+
 def install(app: flask.Flask) -> None:
     """Register /metrics and the request counters on app, with a registry of its own."""
     registry = CollectorRegistry(auto_describe=False)
@@ -125,12 +141,9 @@ def install(app: flask.Flask) -> None:
     counters: dict[tuple[str, str, int], Any] = {}
     histograms: dict[tuple[str, str], Any] = {}
 
-    def started() -> None:
-        flask.g.metrics_started = time.perf_counter()
-
     def finished(response: flask.Response) -> flask.Response:
-        began = flask.g.pop("metrics_started", None)
         request = flask.request
+        began = request.environ.get(STARTED_KEY)
         endpoint, method = request.endpoint or "unknown", request.method
         if began is not None:
             histogram = histograms.get((endpoint, method))
@@ -144,7 +157,7 @@ def install(app: flask.Flask) -> None:
         counter.inc()
         return response
 
-    app.before_request(started)
+    app.wsgi_app = Clock(app.wsgi_app)
     app.after_request(finished)
     app.register_blueprint(blueprint)
 

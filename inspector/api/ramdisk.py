@@ -29,6 +29,8 @@ EXPECTING_DATA = (State.WAITING, State.STARTING)
 @auth.public
 def continue_introspection():
     svc = services()
+    # Before anything reads the body: ramdisk logs make it larger than other routes'.
+    flask.request.max_content_length = svc.conf.api.max_continue_body_size
     svc.guard.check(flask.request.remote_addr)
     params.only()
     data = schemas.validate(params.json_object(), schemas.CONTINUE, "ramdisk data")
