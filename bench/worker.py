@@ -194,6 +194,13 @@ def machine_cpu():
     return sum(fields) - idle, sum(fields)
 
 
+def process_cpu(pid):
+    """CPU jiffies (user + system) that process `pid` has used so far (/proc/PID/stat)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
 def wait_started(logs, workers, timeout=120.0):
     """Until every worker process logged that its pool started."""
     deadline = time.monotonic() + timeout
@@ -233,6 +240,8 @@ def transitions(admin_url, queue_url, redis_url, processes, pool_size, nodes_cou
             wait_states(store, warm, "waiting")
             started = time.perf_counter()
             cpu_before = machine_cpu()
+            workers_before = sum(process_cpu(worker.pid) for worker in workers)
+            own_before = time.process_time()
             for node in nodes:
                 queue.put(Request(node_uuid=node, event="inspect"))
             wait_states(store, nodes, "waiting")
@@ -241,6 +250,8 @@ def transitions(admin_url, queue_url, redis_url, processes, pool_size, nodes_cou
             wait_states(store, nodes, "finished")
             elapsed = time.perf_counter() - started
             cpu_after = machine_cpu()
+            workers_cpu = sum(process_cpu(worker.pid) for worker in workers) - workers_before
+            own_cpu = time.process_time() - own_before
         finally:
             for worker in workers:
                 worker.terminate()
@@ -259,6 +270,10 @@ def transitions(admin_url, queue_url, redis_url, processes, pool_size, nodes_cou
         # near 1.0, the run was bound by the machine's cores, not by the workers.
         "machine_cpu_busy": busy / max(1, cpu_after[1] - cpu_before[1]),
         "machine_cpu_ms_per_transition": busy / os.sysconf("SC_CLK_TCK") * 1000 / count,
+        # The cores the worker processes kept busy, and this benchmark (the producer of
+        # the requests): the rest of the machine's busy time is the services'.
+        "workers_cores": workers_cpu / os.sysconf("SC_CLK_TCK") / elapsed,
+        "benchmark_cores": own_cpu / elapsed,
     }
 
 
@@ -317,8 +332,9 @@ def markdown(results):
         "",
         "| queue | 1 thread: ms per transition | sum of parts | ratio (target <= 2) "
         "| 1 process /s | 2 processes /s | 2 over 1 (target >= 1.6) "
-        "| machine CPU busy, 1 / 2 processes | machine CPU ms per transition |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| machine CPU busy, 1 / 2 processes | machine CPU ms per transition "
+        "| cores used by the workers / services / benchmark, 1 process |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, s in results["scenarios"].items():
         lines.append(
@@ -327,9 +343,17 @@ def markdown(results):
             f"| {s['two_processes']['per_second']:.0f} | {s['scaling_2_over_1']:.2f} "
             f"| {s['one_process']['machine_cpu_busy']:.0%} / "
             f"{s['two_processes']['machine_cpu_busy']:.0%} "
-            f"| {s['one_process']['machine_cpu_ms_per_transition']:.2f} |"
+            f"| {s['one_process']['machine_cpu_ms_per_transition']:.2f} "
+            f"| {cores(s['one_process'], results['machine']['cpus'])} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def cores(run, cpus):
+    """ "workers / services / benchmark" in cores; the services are the rest of the busy
+    time."""
+    services = run["machine_cpu_busy"] * cpus - run["workers_cores"] - run["benchmark_cores"]
+    return f"{run['workers_cores']:.2f} / {services:.2f} / {run['benchmark_cores']:.2f}"
 
 
 def update_doc(section, name="bench/worker.py"):
