@@ -137,6 +137,8 @@ class Prepared:
         )
 
 
+#: SQLSTATE of "prepared statement ... does not exist".
+UNKNOWN_STATEMENT = b"26000"
 #: A pyformat parameter, or an escaped percent sign, in a statement compiled for psycopg.
 _PYFORMAT = re.compile(r"%\((\w+)\)s|%%")
 
@@ -146,10 +148,12 @@ class Libpq:
     once per connection under a name of its own, then each call is one
     `PQexecPrepared`, which releases the GIL while it waits. psycopg's cursor does the
     same round trip through a generator-driven loop that costs more CPU than the round
-    trip (a status read: about 79 us through the cursor, 35 us here). Values are
-    adapted by psycopg's own Transformer, so rows hold what its cursor returns.
-    (psycopg prepares a statement after 5 executions too: behind PgBouncer in
-    transaction mode, which needs `max_prepared_statements`, this is nothing new.)"""
+    trip (a status read's statement: about 79 us of CPU through the cursor, 50 here).
+    Values are adapted by psycopg's own Transformer, so rows hold what its cursor
+    returns. A statement the server no longer knows (DEALLOCATE, DISCARD ALL) is
+    prepared again. (psycopg prepares a statement after 5 executions too: behind
+    PgBouncer in transaction mode, which needs `max_prepared_statements`, this is
+    nothing new.)"""
 
     __slots__ = ("_formats", "_name", "_names", "_sql", "_statements")
 
@@ -197,6 +201,11 @@ class Libpq:
             _check(pgconn.prepare(name, self._sql, types))
             prepared.add(name)
         result = pgconn.exec_prepared(name, values, transformer.formats)
+        if result.error_field(pq.DiagnosticField.SQLSTATE) == UNKNOWN_STATEMENT:
+            prepared.clear()  # the server forgot every one of them
+            _check(pgconn.prepare(name, self._sql, types))
+            prepared.add(name)
+            result = pgconn.exec_prepared(name, values, transformer.formats)
         _check(result)
         if fetch is None:
             return int(result.command_tuples or 0), None

@@ -81,6 +81,17 @@ def test_statements_are_prepared_again_on_a_new_connection(store):
     assert store.get_node(node).state == "starting"
 
 
+def test_a_statement_the_server_forgot_is_prepared_again(store):
+    node = new_node(store)
+    assert store.get_node(node).state == "starting"
+    connection = store._autocommit.raw_connection()  # the pool's one connection
+    try:
+        connection.dbapi_connection.execute("DEALLOCATE ALL")
+    finally:
+        connection.close()
+    assert store.get_node(node).state == "starting"
+
+
 def test_pyformat_is_numbered_once_per_name():
     libpq = Libpq("SELECT %(a)s, %(b)s, %(a)s WHERE x LIKE 'y%%'")
     assert libpq._sql == b"SELECT $1, $2, $1 WHERE x LIKE 'y%'"
