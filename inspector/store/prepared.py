@@ -197,15 +197,15 @@ class Libpq:
             self._statements[types] = name
         pgconn = connection.dbapi_connection.pgconn
         prepared = info[self.PREPARED]
-        if name not in prepared:
-            _check(pgconn.prepare(name, self._sql, types))
-            prepared.add(name)
-        result = pgconn.exec_prepared(name, values, transformer.formats)
-        if result.error_field(pq.DiagnosticField.SQLSTATE) == UNKNOWN_STATEMENT:
-            prepared.clear()  # the server forgot every one of them
-            _check(pgconn.prepare(name, self._sql, types))
-            prepared.add(name)
+        for attempt in (1, 2):
+            if name not in prepared:
+                _check(pgconn.prepare(name, self._sql, types))
+                prepared.add(name)
             result = pgconn.exec_prepared(name, values, transformer.formats)
+            if attempt == 1 and _forgotten(result):
+                prepared.clear()  # the server forgot every one of them: prepare again
+                continue
+            break
         _check(result)
         if fetch is None:
             return int(result.command_tuples or 0), None
@@ -216,6 +216,14 @@ class Libpq:
         transformer.set_pgresult(None)
         names = [result.fname(i).decode() for i in range(result.nfields)] if named else None
         return rows, names
+
+
+def _forgotten(result) -> bool:
+    """Whether the server no longer knew the statement (looked at on failure only)."""
+    return (
+        result.status == pq.ExecStatus.FATAL_ERROR
+        and result.error_field(pq.DiagnosticField.SQLSTATE) == UNKNOWN_STATEMENT
+    )
 
 
 def _check(result) -> None:
