@@ -194,7 +194,9 @@ class Bench:
 
     def engine(self) -> None:
         """Ours on the fake Ironic, beside the ceiling: the parts of an introspection's
-        transitions as bench/worker.py counts them, measured now on the same services."""
+        transitions as bench/worker.py counts them, measured now on the same services.
+        Ramdisks post after --engine-boot-delay (0 s): a second of simulated boot in a
+        batch of a few seconds would be timed as the engine's."""
         nodes = spread(self.site, self.args.engine_batch)
         with fresh_database(self.admin_url) as database_url:
             parts = {
@@ -206,9 +208,10 @@ class Bench:
         ceiling = 1000 / worker_bench.introspection_parts_ms(
             parts["lock_ms"], parts["cas_ms"], parts["queue_ms"]
         )
-        real = self.proxy
+        real, usual = self.proxy, self.args.boot_delay
         self.proxy = Proxy(FakeIronic(self.ironic.url, [n.uuid for n in nodes]), self._on_power)
         self.proxy.start()
+        self.args.boot_delay = self.ramdisks.boot_delay = self.args.engine_boot_delay
         try:
             for workers in self.args.workers:
                 entry = self.ours("engine", nodes, len(nodes), workers=workers)
@@ -216,5 +219,6 @@ class Bench:
                     target="engine", parts=parts, sum_of_parts_ms=sum_ms, ceiling_per_second=ceiling
                 )
         finally:
+            self.args.boot_delay = self.ramdisks.boot_delay = usual
             self.proxy.stop()
             self.proxy = real

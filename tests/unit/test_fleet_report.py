@@ -296,19 +296,38 @@ def test_the_continue_target_reads_the_worst_run_of_the_largest_batch() -> None:
     assert "40.5 ms (1 workers, 1000 enrolled)" in target["detail"]
 
 
-def test_the_headline_reads_the_compare_of_the_largest_site() -> None:
+def test_each_compare_run_is_judged_on_its_own() -> None:
     scenarios = [
         _scenario("compare", "inspector", batch_seconds=10.0),
         _scenario("compare", "ironic-floor", batch_seconds=10.0),
-        _scenario("compare", "ironic-inspector", batch_seconds=30.0),
-        _scenario("compare-boot-1s", "inspector", enrolled=10000, batch_seconds=1.0),
+        _scenario("compare", "ironic-inspector", batch_seconds=15.0),
+        _scenario("compare-boot-1s", "inspector", enrolled=10000, boot_delay=1.0),
+        _scenario("compare-boot-1s", "ironic-floor", enrolled=10000, boot_delay=1.0),
         _scenario("compare", "ironic-inspector", enrolled=10000, batch_seconds=36.0),
         _scenario("compare", "inspector", enrolled=10000, batch_seconds=12.0),
         _scenario("compare", "ironic-floor", enrolled=10000, batch_seconds=13.0),
     ]
-    found = {t["name"]: t for t in targets.evaluate({"scenarios": scenarios})}
-    assert found["at least 2x faster than ironic-inspector"]["value"] == 3.0
-    assert found["batch time within 1.25x of the Ironic floor"]["value"] == round(12 / 13, 3)
+    found = targets.evaluate({"scenarios": scenarios})
+    by_name = {t["name"]: t for t in found}
+    small = by_name["at least 2x faster than ironic-inspector (1,000 enrolled, boot 0 s)"]
+    assert (small["value"], small["met"]) == (1.5, False)
+    assert "ironic-inspector itself 1.50x the floor" in small["detail"]
+    large = by_name["at least 2x faster than ironic-inspector (10,000 enrolled, boot 0 s)"]
+    assert (large["value"], large["met"]) == (3.0, True)
+    floor = by_name["batch time within 1.25x of the Ironic floor (10,000 enrolled, boot 0 s)"]
+    assert floor["value"] == round(12 / 13, 3)
+    assert "batch time within 1.25x of the Ironic floor (10,000 enrolled, boot 1 s)" in by_name
+    # No peer in the 1 s run: no peer row for it.
+    assert "at least 2x faster than ironic-inspector (10,000 enrolled, boot 1 s)" not in by_name
+    # Smaller site first, and at each site the boot delays in order.
+    names = [t["name"] for t in found if "floor" in t["name"]]
+    assert [n.split("(")[1] for n in names] == [
+        "1,000 enrolled, boot 0 s)",
+        "10,000 enrolled, boot 0 s)",
+        "10,000 enrolled, boot 1 s)",
+    ]
+    calls = by_name["no more Ironic calls per introspection than the minimal sequence"]
+    assert calls["met"]
 
 
 def test_sweeps_of_a_large_batch_are_spaced_by_the_statuses_they_list():
