@@ -116,6 +116,9 @@ def summary(calls: list[Call], nodes: set[str], names: dict[str, str]) -> dict:
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # The headers and the body go in two writes: with Nagle's algorithm the body waited
+    # for the client's delayed ACK of the headers, tens of ms on every call.
+    disable_nagle_algorithm = True
     server: "_Server"
 
     def log_message(self, format: str, *args: object) -> None:
