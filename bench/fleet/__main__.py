@@ -11,6 +11,9 @@ Scenarios (`--scenarios`, comma-separated; all by default):
   batches   batches (default 200 and 1,000) started at once, ours with 1 and 2 worker
             processes, and the peer
   kill      the largest batch on 2 worker processes, one killed with kill -9 half-way
+  cluster   the largest batch on the local cluster (scripts/cluster: 3 APIs behind
+            HAProxy, 3 hosts with a worker and an nftables firewall each), then again
+            with one host's worker killed with kill -9 half-way
   engine    ours against a fake Ironic answering from memory (no Ironic cost), 1 and 2
             worker processes, beside the sum-of-parts ceiling measured in the same run;
             default 1,000 nodes whose ramdisks post at once (--engine-boot-delay)

@@ -10,7 +10,7 @@ import sys
 import tempfile
 
 from bench import worker as worker_bench
-from bench.fleet import floor, ours, peer
+from bench.fleet import cluster, floor, ours, peer
 from bench.fleet.batch import Batch, cpu_seconds, percentiles
 from bench.fleet.fake_ironic import FakeIronic
 from bench.fleet.ironic import FleetIronic, Node
@@ -18,7 +18,7 @@ from bench.fleet.proxy import Proxy, summary
 from bench.fleet.ramdisk import Ramdisks, load_template
 from bench.worker import env, fresh_database
 
-ALL = ("compare", "single", "batches", "kill", "engine")
+ALL = ("compare", "single", "batches", "kill", "cluster", "engine")
 IRONIC_VERSION = "39.0.0"
 #: Operations per part of the ceiling.
 PARTS = 300
@@ -191,6 +191,36 @@ class Bench:
         size = max(s for s in self.args.batches if s <= len(self.site))
         nodes = spread(self.site, size)
         self.ours(f"kill-{size}", nodes, size, workers=2, kill=True)
+
+    def cluster(self) -> None:
+        """The largest batch on the local cluster (scripts/cluster: three APIs behind
+        HAProxy, three hosts each with a worker and its nftables firewall), then the same
+        batch again with the first host's worker killed with kill -9 half-way."""
+        size = max(s for s in self.args.batches if s <= len(self.site))
+        nodes = spread(self.site, size)
+        with cluster.running(
+            self.work / "cluster", ironic_url=self.proxy.url, threads=self.args.threads
+        ) as deployment:
+            for kill in (False, True):
+                name = f"cluster-kill-{size}" if kill else f"cluster-{size}"
+                figures = self.run_batch(
+                    deployment.url,
+                    nodes,
+                    size,
+                    deployment.pids,
+                    kill=deployment.kill_worker if kill else None,
+                )
+                if figures["unfinished"] or figures["errors"]:
+                    print(deployment.logs()[-6000:], file=sys.stderr)
+                self.record(
+                    name,
+                    "inspector",
+                    figures,
+                    workers=cluster.HOSTS,
+                    hosts=cluster.HOSTS,
+                    worker_threads=self.args.threads,
+                    killed_worker=kill,
+                )
 
     def engine(self) -> None:
         """Ours on the fake Ironic, beside the ceiling: the parts of an introspection's

@@ -55,7 +55,9 @@ def _table(columns: list[Column], scenarios: Iterable[dict]) -> list[str]:
 def target_label(scenario: dict) -> str:
     target = scenario.get("target", "?")
     label = LABELS.get(target, target)
-    if target == "inspector" and scenario.get("workers"):
+    if target == "inspector" and scenario.get("hosts"):
+        label += f", local cluster of {scenario['hosts']} hosts"
+    elif target == "inspector" and scenario.get("workers"):
         label += f", {scenario['workers']} worker{'s' if scenario['workers'] > 1 else ''}"
     return label + (", worker killed" if scenario.get("killed_worker") else "")
 

@@ -38,6 +38,29 @@ def _target(name: str, value: float, limit: float, met: bool, detail: str) -> di
     return {"name": name, "value": round(value, 3), "limit": limit, "met": met, "detail": detail}
 
 
+def _kill_target(killed: dict, normal: dict | None, what: str, whole: str) -> list[dict]:
+    """Every node finishes, and the throughput keeps at least the share of workers left
+    (1 of N lost half-way: at least 1 - 1/N of the batch without the kill)."""
+    if not normal:
+        return []
+    workers = killed.get("workers") or 2
+    bound = round(1 - 1 / workers, 3)
+    ratio = killed["throughput"] / normal["throughput"]
+    everyone = killed["finished"] == killed["batch"]
+    return [
+        _target(
+            f"{what}: every node finishes, throughput drops by no more than the lost "
+            "share of workers",
+            ratio,
+            bound,
+            everyone and ratio >= bound,
+            f"{killed['finished']}/{killed['batch']} finished; "
+            f"{killed['throughput']:.2f}/s against {normal['throughput']:.2f}/s with {whole} "
+            f"(1 of {workers} lost half-way: at least {bound:g}x)",
+        )
+    ]
+
+
 def evaluate(results: dict) -> list[dict]:
     scenarios = results["scenarios"]
     found = []
@@ -162,21 +185,15 @@ def evaluate(results: dict) -> list[dict]:
             workers=2,
             enrolled=killed.get("enrolled"),
         )
-        everyone = killed["finished"] == killed["batch"]
-        if normal:
-            ratio = killed["throughput"] / normal["throughput"]
-            found.append(
-                _target(
-                    "a worker host killed mid-batch: every node finishes, throughput drops "
-                    "by no more than the lost share of workers",
-                    ratio,
-                    0.5,
-                    everyone and ratio >= 0.5,
-                    f"{killed['finished']}/{killed['batch']} finished; "
-                    f"{killed['throughput']:.2f}/s against {normal['throughput']:.2f}/s "
-                    "with both workers (1 of 2 lost half-way: at least 0.5x)",
-                )
-            )
+        found += _kill_target(killed, normal, "a worker host killed mid-batch", "2 workers")
+    killed = _largest(scenarios, "cluster-kill-", "inspector")
+    if killed:
+        normal = _find(
+            scenarios, f"cluster-{killed['batch']}", "inspector", enrolled=killed.get("enrolled")
+        )
+        found += _kill_target(
+            killed, normal, "a host of the local cluster killed mid-batch", "the 3 hosts"
+        )
     for workers in (1, 2):
         engine = _find(scenarios, "engine", "engine", workers=workers)
         if engine and engine.get("ceiling_per_second"):

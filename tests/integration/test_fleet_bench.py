@@ -1,8 +1,9 @@
 """bench/fleet, small: a smoke test of the benchmark itself, not a timing assertion.
 
 20 nodes enrolled in a private Ironic 39 the benchmark starts, introspected by the
-Ironic floor, by our service and by ironic-inspector 12.5.0 (the `compare` scenario);
-the results file, the Markdown section and the plots are written into tmp_path. What
+Ironic floor, by our service and by ironic-inspector 12.5.0 (the `compare` scenario),
+and by the local cluster of three hosts (the `cluster` scenario); the results file, the
+Markdown section and the plots are written into tmp_path. What
 is checked is that every introspection finished, that the Ironic calls were counted
 and attributed, and that the report was made; the figures themselves are not judged.
 """
@@ -16,6 +17,7 @@ import pytest
 
 from bench.fleet import peer
 from tests.conftest import service_unavailable
+from tests.e2e.conftest import require_cluster_prerequisites
 from tests.integration.cluster import ROOT, free_port
 
 pytestmark = pytest.mark.integration
@@ -90,3 +92,42 @@ def test_small_fleet_runs_both_services_and_the_floor(tmp_path, services_env):
     assert "<!-- bench/fleet begin -->" in text and "<!-- bench/fleet end -->" in text
     images = list((tmp_path / "images").glob("fleet-*.png"))
     assert images and all(image.stat().st_size > 1000 for image in images)
+
+
+def test_small_fleet_on_the_local_cluster(tmp_path, services_env):
+    """The `cluster` scenario: a batch on scripts/cluster's three hosts, then the same
+    with the first host's worker killed half-way; every node finishes both times."""
+    require_cluster_prerequisites()
+    out = tmp_path / "fleet.json"
+    args = [
+        *("--scenarios", "cluster", "--site", str(NODES), "--batches", str(NODES)),
+        *("--no-peer", "--no-doc", "--ironic-dir", str(tmp_path / "ironic")),
+        *("--ironic-port", str(free_port()), "--out", str(out)),
+    ]
+    run = subprocess.run(
+        [sys.executable, "-m", "bench.fleet", *args],
+        cwd=ROOT,
+        env=services_env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
+
+    results = json.loads(out.read_text())
+    by_name = {entry["name"]: entry for entry in results["scenarios"]}
+    assert set(by_name) == {f"cluster-{NODES}", f"cluster-kill-{NODES}"}
+    for name, entry in by_name.items():
+        assert (entry["finished"], entry["errors"], entry["unfinished"]) == (NODES, 0, 0), (
+            name,
+            entry.get("error_samples"),
+        )
+        assert entry["hosts"] == 3 and entry["workers"] == 3, name
+        assert entry["ironic_calls_per_introspection"] >= 6, name
+        # The CPU of the three APIs and the three workers was counted.
+        assert entry["cpu_ms_per_introspection"] > 0, name
+    assert by_name[f"cluster-kill-{NODES}"]["killed_at_seconds"] is not None
+    assert by_name[f"cluster-{NODES}"]["killed_at_seconds"] is None
+    names = {target["name"] for target in results["targets"]}
+    assert any(name.startswith("a host of the local cluster killed") for name in names)

@@ -6,7 +6,7 @@ import pathlib
 
 import pytest
 
-from bench.fleet import batch, report, targets
+from bench.fleet import batch, report, tables, targets
 from bench.fleet.__main__ import merge
 from bench.fleet.proxy import Call, summary
 
@@ -336,3 +336,32 @@ def test_sweeps_of_a_large_batch_are_spaced_by_the_statuses_they_list():
     # 1,000 statuses at SWEEP_RATE a second: the listing is not the batch's main load.
     assert batch.sweep_pause(1000) == 1000 / batch.SWEEP_RATE
     assert batch.sweep_pause(1000) > batch.sweep_pause(200)
+
+
+def test_a_cluster_host_killed_keeps_two_thirds_of_the_throughput() -> None:
+    def cluster(name: str, **fields: object) -> dict:
+        return _scenario(name, "inspector", workers=3, hosts=3, batch=200, **fields)
+
+    def judged(killed: dict) -> dict:
+        scenarios = [cluster("cluster-200", throughput=6.0, finished=200), killed]
+        found = targets.evaluate({"scenarios": scenarios})
+        return next(t for t in found if t["name"].startswith("a host of the local cluster"))
+
+    slower = cluster("cluster-kill-200", killed_worker=True, throughput=4.2, finished=200)
+    target = judged(slower)
+    assert (target["value"], target["limit"], target["met"]) == (0.7, 0.667, True)
+    assert "1 of 3 lost half-way: at least 0.667x" in target["detail"]
+    too_slow = dict(slower, throughput=3.6)
+    assert not judged(too_slow)["met"]
+    lost = dict(slower, finished=199)
+    assert not judged(lost)["met"]
+
+
+def test_cluster_runs_are_labelled_as_the_cluster() -> None:
+    killed = _scenario("cluster-kill-200", "inspector", workers=3, hosts=3, killed_worker=True)
+    assert (
+        tables.target_label(killed) == "ours (inspector), local cluster of 3 hosts, worker killed"
+    )
+    assert tables.target_label(_scenario("batch-200", "inspector", workers=2)) == (
+        "ours (inspector), 2 workers"
+    )
