@@ -74,7 +74,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--deadline-per-node", type=float, default=10.0, help="seconds")
     parser.add_argument("--no-peer", action="store_true", help="skip ironic-inspector")
     parser.add_argument(
-        "--ironic-dir", default=str(ROOT / ".services" / "fleet-ironic"), help="kept between runs"
+        "--ironic-dir",
+        help="the fleet's Ironic, kept between runs; default .services/fleet-ironic-<site>: "
+        "one per site size, so that Ironic holds the site and no more",
     )
     parser.add_argument("--ironic-port", type=int, default=6395)
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "fleet.json"))
@@ -89,6 +91,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     )
     args = parser.parse_args(argv)
     args.scenarios = [s for s in args.scenarios.split(",") if s]
+    if args.ironic_dir is None:
+        args.ironic_dir = str(ROOT / ".services" / f"fleet-ironic-{args.site}")
     unknown = set(args.scenarios) - set(ALL)
     if unknown:
         parser.error(f"unknown scenarios: {', '.join(sorted(unknown))}")

@@ -97,6 +97,10 @@ class FleetIronic:
             if (node.get("name") or "").startswith("fleet-")
         }
 
+    def holds(self) -> int:
+        """How many nodes Ironic holds, fleet's or not: the site its figures are for."""
+        return sum(1 for _ in self._pages("/v1/nodes", "uuid"))
+
     def site(self, count: int, threads: int = 4) -> list[Node]:
         """Nodes 0..count-1, enrolling (and managing) the missing ones."""
         known = self.enrolled()

@@ -29,12 +29,17 @@ TIMEOUT = 900
 
 @pytest.fixture
 def services_env(postgresql_admin, redis_server, rabbitmq_server) -> dict[str, str]:
-    if subprocess.run([peer.SCRIPT, "installed"], check=False).returncode != 0:
-        service_unavailable("ironic-inspector 12.5.0 is not installed: scripts/ironic-inspector")
     return dict(os.environ)
 
 
-def test_small_fleet_runs_both_services_and_the_floor(tmp_path, services_env):
+@pytest.fixture
+def peer_env(services_env) -> dict[str, str]:
+    if subprocess.run([peer.SCRIPT, "installed"], check=False).returncode != 0:
+        service_unavailable("ironic-inspector 12.5.0 is not installed: scripts/ironic-inspector")
+    return services_env
+
+
+def test_small_fleet_runs_both_services_and_the_floor(tmp_path, peer_env):
     doc = tmp_path / "performance.md"
     doc.write_text("# Performance\n\nkept\n")
     out = tmp_path / "fleet.json"
@@ -48,7 +53,7 @@ def test_small_fleet_runs_both_services_and_the_floor(tmp_path, services_env):
     run = subprocess.run(
         [sys.executable, "-m", "bench.fleet", *args],
         cwd=ROOT,
-        env=services_env,
+        env=peer_env,
         capture_output=True,
         text=True,
         timeout=TIMEOUT,
