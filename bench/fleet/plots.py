@@ -65,7 +65,11 @@ def _throughput(figure: Figure, results: dict) -> None:
     panels = [
         (draw, title)
         for draw, title, has in (
-            (_on_ironic, "On the real Ironic", _rates(_services(results), "inspector")),
+            (
+                _on_ironic,
+                "On the real Ironic, batches started at once",
+                _rates([s for s in _services(results) if _at_once(s)], "inspector"),
+            ),
             (_engine_alone, "Engine alone, fake Ironic", _rates(scenarios, "engine")),
         )
         if has
@@ -74,15 +78,31 @@ def _throughput(figure: Figure, results: dict) -> None:
         axes = figure.add_subplot(1, len(panels), index)
         workers = draw(axes, results)
         axes.set(title=title, xlabel="worker processes", ylabel="introspections per second")
-        axes.set_xticks(workers)
+        hosts = _cluster_sizes(results) if draw is _on_ironic else set()
+        axes.set_xticks(
+            workers, [f"{w}\n(local cluster)" if w in hosts else str(w) for w in workers]
+        )
         axes.set_ylim(bottom=0)
         axes.grid(alpha=0.3)
         _legend(axes)
 
 
+def _at_once(scenario: dict) -> bool:
+    """A batch started all at once (not `single`, not `compare`'s few at a time); one
+    whose size is not recorded counts as one."""
+    batch = scenario.get("batch")
+    return batch is None or (batch > 1 and scenario.get("concurrency", batch) == batch)
+
+
+def _cluster_sizes(results: dict) -> set[int]:
+    """The worker counts that are the local cluster's hosts."""
+    return {s["workers"] for s in _services(results) if s.get("hosts") and s.get("workers")}
+
+
 def _on_ironic(axes: Any, results: dict) -> list[int]:
-    """Ours against worker processes, the peer and the floor as reference lines."""
-    series = _rates(_services(results), "inspector")
+    """Ours against worker processes (batches started at once; the local cluster's
+    hosts as its workers), the peer's same batches as reference lines."""
+    series = _rates([s for s in _services(results) if _at_once(s)], "inspector")
     blues = matplotlib.colormaps["Blues"]
     for number, ((enrolled, batch, *_), points) in enumerate(series.items()):
         color = blues(0.5 + 0.4 * number / max(len(series) - 1, 1))
@@ -90,7 +110,7 @@ def _on_ironic(axes: Any, results: dict) -> list[int]:
         axes.plot(*zip(*points, strict=True), marker="o", color=color, label=label)
     for s in results.get("scenarios") or []:
         style = {"ironic-inspector": "--", "ironic-floor": ":"}.get(s.get("target", ""))
-        if style and s.get("throughput") and not s.get("killed_worker"):
+        if style and s.get("throughput") and not s.get("killed_worker") and _at_once(s):
             label = f"{LABELS[s['target']]}, batch {s.get('batch')} of {s.get('enrolled')}"
             axes.axhline(s["throughput"], linestyle=style, color=COLORS[s["target"]], label=label)
     return sorted({w for points in series.values() for w, _ in points})
@@ -162,12 +182,15 @@ def _batch(figure: Figure, results: dict) -> None:
             bar.set_label(target_label(s))
             axes.bar_label(bar, fmt="%.1f", fontsize="small")
     names = [
-        f"{g[0].get('batch')} nodes, concurrency {g[0].get('concurrency')}, "
-        f"boot {g[0].get('boot_delay') or 0:g} s"
+        f"{g[0].get('enrolled') or 0:,} enrolled\nboot {g[0].get('boot_delay') or 0:g} s"
         for g in groups
     ]
     axes.set_xticks(range(len(groups)), names)
-    axes.set(title="Batch time: ours, ironic-inspector, Ironic floor", ylabel="seconds")
+    sizes = sorted({(g[0].get("batch"), g[0].get("concurrency")) for g in groups}, key=str)
+    batches = "; ".join(f"{batch} introspections at concurrency {c}" for batch, c in sizes)
+    axes.set(title=f"Batch time: ours, ironic-inspector, Ironic floor\n{batches}")
+    axes.set(ylabel="seconds")
+    axes.set_ylim(top=axes.get_ylim()[1] * 1.25)  # room for the legend above the bars
     axes.grid(axis="y", alpha=0.3)
     _legend(axes)
 
@@ -176,7 +199,9 @@ def plotters(results: dict) -> list[tuple[str, str, Plotter]]:
     """(file name, title, drawer) of each plot the results have data for."""
     scenarios = results.get("scenarios") or []
     found = []
-    if _rates(_services(results), "inspector") or _rates(scenarios, "engine"):
+    if _rates([s for s in _services(results) if _at_once(s)], "inspector") or _rates(
+        scenarios, "engine"
+    ):
         found.append(("fleet-throughput.png", "Throughput against worker processes", _throughput))
     fields = ("continue_ms", "introspection_seconds")
     if any((s.get("histograms") or {}).get(f) for s in _services(results) for f in fields):
