@@ -39,29 +39,33 @@ def peer_env(services_env) -> dict[str, str]:
     return services_env
 
 
-def test_small_fleet_runs_both_services_and_the_floor(tmp_path, peer_env):
-    doc = tmp_path / "performance.md"
-    doc.write_text("# Performance\n\nkept\n")
+def _bench(tmp_path, env: dict[str, str], *args: str) -> dict:
+    """`python -m bench.fleet ARGS` on a private Ironic under tmp_path; its results."""
     out = tmp_path / "fleet.json"
-    args = [
-        *("--scenarios", "compare", "--site", str(NODES), "--batch", str(NODES)),
-        *("--concurrency", "4", "--compare-boot-delays", "1"),
-        *("--ironic-dir", str(tmp_path / "ironic")),
-        *("--ironic-port", str(free_port()), "--out", str(out)),
-        *("--doc", str(doc), "--images", str(tmp_path / "images")),
-    ]
+    own = ("--ironic-dir", str(tmp_path / "ironic"), "--ironic-port", str(free_port()))
     run = subprocess.run(
-        [sys.executable, "-m", "bench.fleet", *args],
+        [sys.executable, "-m", "bench.fleet", *args, *own, "--out", str(out)],
         cwd=ROOT,
-        env=peer_env,
+        env=env,
         capture_output=True,
         text=True,
         timeout=TIMEOUT,
         check=False,
     )
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
+    return json.loads(out.read_text())
 
-    results = json.loads(out.read_text())
+
+def test_small_fleet_runs_both_services_and_the_floor(tmp_path, peer_env):
+    doc = tmp_path / "performance.md"
+    doc.write_text("# Performance\n\nkept\n")
+    results = _bench(
+        tmp_path,
+        peer_env,
+        *("--scenarios", "compare", "--site", str(NODES), "--batch", str(NODES)),
+        *("--concurrency", "4", "--compare-boot-delays", "1"),
+        *("--doc", str(doc), "--images", str(tmp_path / "images")),
+    )
     by_target = {entry["target"]: entry for entry in results["scenarios"]}
     assert set(by_target) == {"ironic-floor", "inspector", "ironic-inspector"}
     for target, entry in by_target.items():
@@ -103,24 +107,12 @@ def test_small_fleet_on_the_local_cluster(tmp_path, services_env):
     """The `cluster` scenario: a batch on scripts/cluster's three hosts, then the same
     with the first host's worker killed half-way; every node finishes both times."""
     require_cluster_prerequisites()
-    out = tmp_path / "fleet.json"
-    args = [
+    results = _bench(
+        tmp_path,
+        services_env,
         *("--scenarios", "cluster", "--site", str(NODES), "--batches", str(NODES)),
-        *("--no-peer", "--no-doc", "--ironic-dir", str(tmp_path / "ironic")),
-        *("--ironic-port", str(free_port()), "--out", str(out)),
-    ]
-    run = subprocess.run(
-        [sys.executable, "-m", "bench.fleet", *args],
-        cwd=ROOT,
-        env=services_env,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        check=False,
+        *("--no-peer", "--no-doc"),
     )
-    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
-
-    results = json.loads(out.read_text())
     by_name = {entry["name"]: entry for entry in results["scenarios"]}
     assert set(by_name) == {f"cluster-{NODES}", f"cluster-kill-{NODES}"}
     for name, entry in by_name.items():
