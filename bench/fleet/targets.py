@@ -134,18 +134,20 @@ def evaluate(results: dict) -> list[dict]:
             )
         )
     big = _largest(scenarios, "batch-", "inspector")
-    # The p99 of every run of that batch (each worker count, each site), the worst one.
+    # The p99 of every run of that batch (each worker count, each site, with a worker
+    # killed, on the local cluster), the worst one.
     runs = [
         e
-        for e in _matching(scenarios, "inspector", "batch-", prefix=True)
+        for prefix in ("batch-", "kill-", "cluster-")
+        for e in _matching(scenarios, "inspector", prefix, prefix=True)
         if big and e["batch"] == big["batch"] and e.get("continue_ms")
     ]
     if runs:
         worst = max(runs, key=lambda e: e["continue_ms"]["p99"])
         p99 = worst["continue_ms"]["p99"]
         others = ", ".join(
-            f"{e['continue_ms']['p99']:.1f} ms ({e['workers']} workers, {e.get('enrolled', '?')} "
-            "enrolled)"
+            f"{e['continue_ms']['p99']:.1f} ms ({e['name']}, {e['workers']} workers, "
+            f"{e.get('enrolled', '?')} enrolled)"
             for e in runs
             if e is not worst
         )
@@ -156,8 +158,8 @@ def evaluate(results: dict) -> list[dict]:
                 50.0,
                 p99 < 50.0,
                 f"{p99:.1f} ms over {worst['continue_ms']['count']} posts "
-                f"({worst['batch']} nodes of {worst.get('enrolled', '?')} enrolled, "
-                f"{worst['workers']} worker processes), the worst of its runs"
+                f"({worst['name']}: {worst['batch']} nodes of {worst.get('enrolled', '?')} "
+                f"enrolled, {worst['workers']} worker processes), the worst of its runs"
                 + (f"; the others: {others}" if others else ""),
             )
         )

@@ -269,10 +269,12 @@ def test_an_engine_run_replaces_the_earlier_one_whatever_the_site() -> None:
 
 
 def test_the_continue_target_reads_the_worst_run_of_the_largest_batch() -> None:
-    def batch(workers: int, enrolled: int, p99: float, size: int = 1000) -> dict:
+    def batch(
+        workers: int, enrolled: int, p99: float, size: int = 1000, name: str = "batch"
+    ) -> dict:
         continue_ms = {"p50": 5.0, "p95": 20.0, "p99": p99, "max": p99, "count": size}
         return _scenario(
-            f"batch-{size}",
+            f"{name}-{size}",
             "inspector",
             batch=size,
             workers=workers,
@@ -286,14 +288,25 @@ def test_the_continue_target_reads_the_worst_run_of_the_largest_batch() -> None:
         batch(2, 1000, 51.7),
         batch(1, 10000, 30.0),
     ]
-    [target] = [
-        t
-        for t in targets.evaluate({"scenarios": scenarios})
-        if t["name"].startswith("/v1/continue")
-    ]
+
+    def judged(scenarios: list[dict]) -> dict:
+        [target] = [
+            t
+            for t in targets.evaluate({"scenarios": scenarios})
+            if t["name"].startswith("/v1/continue")
+        ]
+        return target
+
+    target = judged(scenarios)
     assert (target["value"], target["met"]) == (51.7, False)
-    assert "1000 nodes of 1000 enrolled, 2 worker processes" in target["detail"]
-    assert "40.5 ms (1 workers, 1000 enrolled)" in target["detail"]
+    assert "batch-1000: 1000 nodes of 1000 enrolled, 2 worker processes" in target["detail"]
+    assert "40.5 ms (batch-1000, 1 workers, 1000 enrolled)" in target["detail"]
+    # The same batch with a worker killed, and on the local cluster, count too.
+    cluster = batch(3, 1000, 60.0, name="cluster")
+    target = judged([*scenarios, batch(2, 1000, 45.0, name="kill"), cluster])
+    assert target["value"] == 60.0
+    assert "cluster-1000: 1000 nodes of 1000 enrolled, 3 worker processes" in target["detail"]
+    assert "45.0 ms (kill-1000, 2 workers, 1000 enrolled)" in target["detail"]
 
 
 def test_each_compare_run_is_judged_on_its_own() -> None:
