@@ -63,12 +63,13 @@ class Cluster:
 
     def pids(self) -> list[int]:
         """Every process in the APIs' and the workers' process groups."""
-        leaders = {
-            str(info["pid"])
-            for name, info in self._processes().items()
-            if name.startswith(OURS) and info.get("pid")
-        }
-        return [pid for pid in procstat.pids() if (procstat.fields(pid) or [""] * 3)[2] in leaders]
+        return procstat.in_groups(
+            {
+                info["pid"]
+                for name, info in self._processes().items()
+                if name.startswith(OURS) and info.get("pid")
+            }
+        )
 
     def kill_worker(self) -> int:
         """kill -9 of the first host's worker (`scripts/cluster kill worker 1`); its pid."""

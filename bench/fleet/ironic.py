@@ -74,10 +74,7 @@ class FleetIronic:
 
     def pids(self) -> list[int]:
         """Ironic's process group (the API and the worker it forks)."""
-        leader = int(pathlib.Path(f"{self.directory}.pid").read_text())
-        return [
-            pid for pid in procstat.pids() if (procstat.fields(pid) or [0] * 3)[2] == str(leader)
-        ]
+        return procstat.in_groups({int(pathlib.Path(f"{self.directory}.pid").read_text())})
 
     def _pages(self, path: str, fields: str) -> Iterator[dict]:
         url: str | None = f"{self.url}{path}?fields={fields}&limit={PAGE}"
@@ -89,21 +86,11 @@ class FleetIronic:
             yield from body[key]
             url = body.get("next")
 
-    def enrolled(self) -> dict[str, dict]:
-        """Nodes named fleet-* by name: uuid and provision_state."""
-        return {
-            node["name"]: node
-            for node in self._pages("/v1/nodes", "uuid,name,provision_state")
-            if (node.get("name") or "").startswith("fleet-")
-        }
-
-    def holds(self) -> int:
-        """How many nodes Ironic holds, fleet's or not: the site its figures are for."""
-        return sum(1 for _ in self._pages("/v1/nodes", "uuid"))
-
-    def site(self, count: int, threads: int = 4) -> list[Node]:
-        """Nodes 0..count-1, enrolling (and managing) the missing ones."""
-        known = self.enrolled()
+    def site(self, count: int, threads: int = 4) -> tuple[list[Node], int]:
+        """Nodes 0..count-1, enrolling (and managing) the missing ones; and how many
+        nodes Ironic then holds, fleet's or not: the site its figures are for."""
+        every = list(self._pages("/v1/nodes", "uuid,name,provision_state"))
+        known = {n["name"]: n for n in every if (n.get("name") or "").startswith("fleet-")}
         ports = {port["address"] for port in self._pages("/v1/ports", "address")}
         missing = [i for i in range(count) if node_name(i) not in known]
         if missing:
@@ -122,10 +109,11 @@ class FleetIronic:
         ]
         with concurrent.futures.ThreadPoolExecutor(threads) as pool:
             list(pool.map(self._manage, unmanaged))
-        return [
+        nodes = [
             Node(i, known[node_name(i)]["uuid"], node_name(i), node_mac(i), node_bmc(i))
             for i in range(count)
         ]
+        return nodes, len(every) + len(created)
 
     def _create(self, index: int) -> str:
         reply = self.session.post(

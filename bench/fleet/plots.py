@@ -68,7 +68,7 @@ def _throughput(figure: Figure, results: dict) -> None:
             (
                 _on_ironic,
                 "On the real Ironic, batches started at once",
-                _rates([s for s in _services(results) if _at_once(s)], "inspector"),
+                _rates(_batches_at_once(results), "inspector"),
             ),
             (_engine_alone, "Engine alone, fake Ironic", _rates(scenarios, "engine")),
         )
@@ -94,6 +94,10 @@ def _at_once(scenario: dict) -> bool:
     return batch is None or (batch > 1 and scenario.get("concurrency", batch) == batch)
 
 
+def _batches_at_once(results: dict) -> list[dict]:
+    return [s for s in _services(results) if _at_once(s)]
+
+
 def _cluster_sizes(results: dict) -> set[int]:
     """The worker counts that are the local cluster's hosts."""
     return {s["workers"] for s in _services(results) if s.get("hosts") and s.get("workers")}
@@ -102,7 +106,7 @@ def _cluster_sizes(results: dict) -> set[int]:
 def _on_ironic(axes: Any, results: dict) -> list[int]:
     """Ours against worker processes (batches started at once; the local cluster's
     hosts as its workers), the peer's same batches as reference lines."""
-    series = _rates([s for s in _services(results) if _at_once(s)], "inspector")
+    series = _rates(_batches_at_once(results), "inspector")
     blues = matplotlib.colormaps["Blues"]
     for number, ((enrolled, batch, *_), points) in enumerate(series.items()):
         color = blues(0.5 + 0.4 * number / max(len(series) - 1, 1))
@@ -199,9 +203,7 @@ def plotters(results: dict) -> list[tuple[str, str, Plotter]]:
     """(file name, title, drawer) of each plot the results have data for."""
     scenarios = results.get("scenarios") or []
     found = []
-    if _rates([s for s in _services(results) if _at_once(s)], "inspector") or _rates(
-        scenarios, "engine"
-    ):
+    if _rates(_batches_at_once(results), "inspector") or _rates(scenarios, "engine"):
         found.append(("fleet-throughput.png", "Throughput against worker processes", _throughput))
     fields = ("continue_ms", "introspection_seconds")
     if any((s.get("histograms") or {}).get(f) for s in _services(results) for f in fields):

@@ -19,6 +19,12 @@ def pids() -> list[int]:
     return [int(entry.name) for entry in pathlib.Path("/proc").iterdir() if entry.name.isdigit()]
 
 
+def in_groups(leaders: set[int]) -> list[int]:
+    """The live processes whose process group is one of these (each led by its pid)."""
+    groups = {str(leader) for leader in leaders}
+    return [pid for pid in pids() if (fields(pid) or [""] * 3)[2] in groups]
+
+
 def machine_seconds() -> tuple[float, float]:
     """(busy, total) CPU seconds of the whole machine, all cores, since boot (/proc/stat;
     idle and I/O wait are not busy)."""

@@ -8,6 +8,7 @@ import contextlib
 import pathlib
 import sys
 import tempfile
+from collections.abc import Iterator
 
 from bench import worker as worker_bench
 from bench.fleet import cluster, floor, ours, peer
@@ -43,10 +44,9 @@ class Bench:
         self.work = pathlib.Path(stack.enter_context(tempfile.TemporaryDirectory()))
         self.ironic = FleetIronic(pathlib.Path(args.ironic_dir), args.ironic_port).start()
         stack.callback(self.ironic.stop)
-        self.site = self.ironic.site(args.site)
         # Ironic answers more slowly the more nodes it holds (its power-state sync and
         # its queries): the figures are for every node it holds, not only the site's.
-        self.enrolled = self.ironic.holds()
+        self.site, self.enrolled = self.ironic.site(args.site)
         if self.enrolled > len(self.site):
             print(
                 f"the fleet's Ironic ({args.ironic_dir}) holds {self.enrolled} nodes, more "
@@ -64,6 +64,16 @@ class Bench:
     def _on_power(self, node: str | None, target: str) -> None:
         if self.batch is not None:
             self.batch.on_power(node, target)
+
+    @contextlib.contextmanager
+    def boot_delay(self, seconds: float) -> Iterator[None]:
+        """The ramdisks' (and the floor's) boot delay for the block, then the usual one."""
+        usual = self.args.boot_delay
+        self.args.boot_delay = self.ramdisks.boot_delay = seconds
+        try:
+            yield
+        finally:
+            self.args.boot_delay = self.ramdisks.boot_delay = usual
 
     def record(self, name: str, target: str, figures: dict, **extra: object) -> dict:
         entry = {"name": name, "target": target, "enrolled": self.enrolled, **extra, **figures}
@@ -167,17 +177,13 @@ class Bench:
         the floor of the issue, the calls alone), "compare-boot-Ns" otherwise."""
         nodes = spread(self.site, self.args.batch)
         concurrency = self.args.concurrency
-        usual = self.args.boot_delay
         for delay in self.args.compare_boot_delays:
             name = "compare" if delay == 0 else f"compare-boot-{delay:g}s"
-            self.args.boot_delay = self.ramdisks.boot_delay = delay
-            try:
+            with self.boot_delay(delay):
                 self.floor(name, nodes, concurrency)
                 self.ours(name, nodes, concurrency, workers=1)
                 if not self.args.no_peer:
                     self.peer(name, nodes, concurrency)
-            finally:
-                self.args.boot_delay = self.ramdisks.boot_delay = usual
 
     def single(self) -> None:
         nodes = spread(self.site, 1)
@@ -247,17 +253,19 @@ class Bench:
         ceiling = 1000 / worker_bench.introspection_parts_ms(
             parts["lock_ms"], parts["cas_ms"], parts["queue_ms"]
         )
-        real, usual = self.proxy, self.args.boot_delay
+        real = self.proxy
         self.proxy = Proxy(FakeIronic(self.ironic.url, [n.uuid for n in nodes]), self._on_power)
         self.proxy.start()
-        self.args.boot_delay = self.ramdisks.boot_delay = self.args.engine_boot_delay
         try:
-            for workers in self.args.workers:
-                entry = self.ours("engine", nodes, len(nodes), workers=workers)
-                entry.update(
-                    target="engine", parts=parts, sum_of_parts_ms=sum_ms, ceiling_per_second=ceiling
-                )
+            with self.boot_delay(self.args.engine_boot_delay):
+                for workers in self.args.workers:
+                    entry = self.ours("engine", nodes, len(nodes), workers=workers)
+                    entry.update(
+                        target="engine",
+                        parts=parts,
+                        sum_of_parts_ms=sum_ms,
+                        ceiling_per_second=ceiling,
+                    )
         finally:
-            self.args.boot_delay = self.ramdisks.boot_delay = usual
             self.proxy.stop()
             self.proxy = real
