@@ -5,7 +5,7 @@ import dataclasses
 import flask
 
 from inspector import errors
-from inspector.api import intents, params, schemas, status, versions
+from inspector.api import intents, links, params, schemas, status, versions
 from inspector.api.context import services
 from inspector.machine import Event
 
@@ -83,7 +83,8 @@ def list_statuses():
     nodes = svc.store.list_nodes(
         limit=params.limit(svc.conf.api_max_limit), marker=params.marker(), states=params.states()
     )
-    return {"introspection": [status.status(node) for node in nodes]}
+    under = links.root()
+    return {"introspection": [status.status(node, under=under) for node in nodes]}
 
 
 @blueprint.post("/v1/introspection/<node_id>/abort")

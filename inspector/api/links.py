@@ -9,10 +9,17 @@ from werkzeug.sansio.utils import get_current_url
 MAX_ROOTS = 256
 
 
-def link(path: str, rel: str = "self") -> dict[str, str]:
+def link(path: str, rel: str = "self", *, under: str | None = None) -> dict[str, str]:
+    """The link to `path` under `under` (the request's root(), read once for a listing's
+    many links) or the current request's root."""
+    return {"rel": rel, "href": (under or root()) + path}
+
+
+def root() -> str:
+    """The API root of the current request, with one slash at the end."""
     request = flask.request
     # request.host is already validated (trusted hosts) and set by Flask's routing.
-    return {"rel": rel, "href": _root(request.scheme, request.host, request.root_path) + path}
+    return _root(request.scheme, request.host, request.root_path)
 
 
 @functools.lru_cache(maxsize=MAX_ROOTS)

@@ -12,7 +12,8 @@ def timestamp(value) -> str | None:
     return None if value is None else value.isoformat()
 
 
-def status(node: NodeRecord) -> dict[str, Any]:
+def status(node: NodeRecord, *, under: str | None = None) -> dict[str, Any]:
+    """`under`: the API root, when the caller builds many (links.root())."""
     return {
         "uuid": node.uuid,
         "state": node.state,
@@ -20,5 +21,5 @@ def status(node: NodeRecord) -> dict[str, Any]:
         "started_at": timestamp(node.started_at),
         "finished_at": timestamp(node.finished_at),
         "error": node.error,
-        "links": [link(f"v1/introspection/{node.uuid}")],
+        "links": [link(f"v1/introspection/{node.uuid}", under=under)],
     }

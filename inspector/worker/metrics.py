@@ -176,6 +176,8 @@ class WorkerMetrics(NoMetrics):
             ["backend"],
             registry=self.registry,
         )
+        # Each backend's two children, found once: timing wraps every backend call.
+        self._backend_children: dict[str, tuple[Any, Any]] = {}
         self.process = ProcessCollector()
         self.registry.register(self.process)
         self._server: Any = None
@@ -196,8 +198,14 @@ class WorkerMetrics(NoMetrics):
         self._backend_failures.labels(service).inc()
 
     def backend_time(self, backend: str, seconds: float) -> None:
-        self._backend_seconds.labels(backend).inc(seconds)
-        self._backend_calls.labels(backend).inc()
+        children = self._backend_children.get(backend)
+        if children is None:
+            children = self._backend_children.setdefault(
+                backend,
+                (self._backend_seconds.labels(backend), self._backend_calls.labels(backend)),
+            )
+        children[0].inc(seconds)
+        children[1].inc()
 
     def watch_leader(self, singleton: str, election: Leading) -> None:
         self.process.elections[singleton] = election

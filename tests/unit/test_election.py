@@ -158,3 +158,41 @@ def test_leadership_is_not_trusted_past_its_lease():
     leadership.reset.set()
     assert not leadership.valid()
     assert leadership.wait(0)
+
+
+def test_the_group_is_listed_every_third_of_the_lease_not_at_every_look(monkeypatch):
+    dlm = FakeDLM(lease_seconds=3.0)
+    process = Process(dlm, "solo", [])
+    listed = []
+    members = process.member.members
+    monkeypatch.setattr(process.member, "members", lambda group: listed.append(1) or members(group))
+    clock = [100.0]
+    monkeypatch.setattr(time, "monotonic", lambda: clock[0])
+    election = process.election
+    try:
+        for _ in range(10):  # ten looks within the same second: joined, listed once
+            election.step()
+        assert election.leadership is not None
+        assert len(listed) == 2  # on joining, then the first watch
+        clock[0] += 0.9
+        election.step()
+        assert len(listed) == 2
+        clock[0] += 0.1  # a third of the lease since the last watch
+        election.step()
+        assert len(listed) == 3
+        # A member gone is seen at the next watch, and resets the leadership.
+        other = dlm.member("other")
+        other.join("inspector-periodic")
+        clock[0] += 1.0
+        election.step()
+        leadership = election.leadership
+        other.leave("inspector-periodic")
+        clock[0] += 0.5
+        election.step()  # not watched yet: still leading
+        assert election.leadership is leadership
+        clock[0] += 0.5
+        election.step()
+        assert leadership.reset.is_set() and election._leadership is None
+    finally:
+        process.lifecycle.stop("test over")
+        election._reset("test over")
