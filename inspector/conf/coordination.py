@@ -39,7 +39,8 @@ OPTS = [
         default=0.5,
         min=0.01,
         max=60.0,
-        help="Seconds between two looks at each singleton's group and leader lease: "
-        "how soon a free leadership is taken (after a leader's SIGTERM, within this).",
+        help="Seconds between two looks at each singleton's leader lease: how soon a "
+        "free leadership is taken (after a leader's SIGTERM, within this). The group "
+        "is looked at every third of lease_timeout, or at this interval if longer.",
     ),
 ]
