@@ -302,6 +302,9 @@ class Batch:
             "introspection_seconds": percentiles(durations),
             "continue_ms": percentiles([s * 1000 for s, _ in latencies]),
             "continue_non_2xx": sum(1 for _, code in latencies if not 200 <= code < 300),
+            # Posts that failed (each attempt; a connection error or a 5xx is retried as
+            # the ramdisk does): node, attempt, status (0: no answer), what came back.
+            "continue_failures": [list(f) for f in self.ramdisks.failures[:10]],
             "cpu_ms_per_introspection": cpu * 1000 / count,
             "backend_seconds_per_introspection": backends,
             "histograms": {
