@@ -23,12 +23,40 @@ blueprint = flask.Blueprint("ramdisk", __name__)
 #: States in which a node waits for its ramdisk (starting: the ramdisk was faster than
 #: the automatic `wait`; the worker applies `continue` once `wait` has landed).
 EXPECTING_DATA = (State.WAITING, State.STARTING)
+#: Characters of a refusal's reason that reach the log.
+MAX_LOGGED = 500
 
 
 @blueprint.post("/v1/continue")
 @auth.public
 def continue_introspection():
-    svc = services()
+    try:
+        return _accept(services())
+    except errors.InspectorError as exc:
+        _refused(exc)
+        raise
+
+
+def _refused(exc: errors.InspectorError) -> None:
+    """A ramdisk turned away is an introspection that will time out: say so (a real
+    ramdisk does not post again after a 4xx). Rate-limited posts only at debug level,
+    so that a flood does not flood the log too."""
+    if not 400 <= exc.http_status < 500:
+        return  # 5xx: logged where they are answered
+    level = logging.DEBUG if exc.http_status == 429 else logging.WARNING
+    message = exc.message
+    if len(message) > MAX_LOGGED:  # a schema error quotes the value it refused
+        message = message[:MAX_LOGGED] + "..."
+    LOG.log(
+        level,
+        "Ramdisk data from %s refused (HTTP %d): %s",
+        flask.request.remote_addr,
+        exc.http_status,
+        message,
+    )
+
+
+def _accept(svc):
     # Before anything reads the body: ramdisk logs make it larger than other routes'.
     flask.request.max_content_length = svc.conf.api.max_continue_body_size
     svc.guard.check(flask.request.remote_addr)

@@ -2,6 +2,7 @@
 
 import copy
 import json
+import logging
 import pathlib
 
 import pytest
@@ -102,9 +103,13 @@ def test_tie_is_404_naming_both(client, ironic, store):
     assert a.uuid in message and b.uuid in message
 
 
-def test_unknown_node_is_404(client):
+def test_unknown_node_is_404(client, caplog):
     response = client.post("/v1/continue", json=FOUR_NICS)
     assert response.status_code == 404
+    # A refused ramdisk will not post again: its introspection would time out unseen.
+    [record] = [r for r in caplog.records if "refused" in r.getMessage()]
+    assert record.levelname == "WARNING"
+    assert "(HTTP 404): Could not find a node" in record.getMessage()
 
 
 def test_node_not_waiting_is_404(client, ironic, store):
@@ -184,13 +189,16 @@ def test_rate_limit_per_source():
     door.check("192.0.2.1")
 
 
-def test_rate_limit_through_the_api(conf, store, queue, ironic):
+def test_rate_limit_through_the_api(conf, store, queue, ironic, caplog):
+    caplog.set_level(logging.DEBUG, logger="inspector.api.ramdisk")
     from inspector.api import app as app_factory  # noqa: PLC0415
 
     conf.set_override("continue_rate_limit", 2, group="api")
     client = app_factory.create_app(conf, store=store, queue=queue, ironic=ironic).test_client()
     codes = [client.post("/v1/continue", json=FOUR_NICS).status_code for _ in range(3)]
     assert codes == [404, 404, 429]
+    refusals = [r for r in caplog.records if "refused" in r.getMessage()]
+    assert [r.levelname for r in refusals] == ["WARNING", "WARNING", "DEBUG"]
 
 
 def test_logs_never_reach_the_log(client, ironic, store, caplog):
