@@ -134,7 +134,15 @@ class Connection:
         """The connections that reach Ironic and its v1 path, found on first use."""
         with self._lock:
             if self._origin is None:
-                data = self.session.get_endpoint_data(**self._where)
+                try:
+                    data = self.session.get_endpoint_data(**self._where)
+                except ks_exceptions.ClientException:
+                    raise
+                except OSError as exc:
+                    # requests checks the CA bundle and client certificate files before
+                    # sending the version discovery (its socket errors are wrapped in
+                    # keystoneauth's exceptions above): a file that is not there.
+                    raise Unreachable(f"TLS settings: {exc}", retriable=False) from exc
                 if data is None or not data.url:
                     raise ks_exceptions.EndpointNotFound(
                         "no baremetal endpoint in the catalog for "

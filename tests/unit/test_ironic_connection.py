@@ -303,6 +303,17 @@ def test_tls_refuses_an_unknown_certificate_unless_insecure(conf, tls_server):
     assert not caught.value.retriable
 
 
+def test_a_missing_ca_file_is_a_clear_error_not_retried(conf, tls_server):
+    """keystoneauth's version discovery (requests) refuses the path before any request."""
+    conf.set_override("auth_type", "none", group="ironic")
+    conf.set_override("endpoint_override", tls_server.url + "/v1", group="ironic")
+    conf.set_override("cafile", "/nonexistent/ironic-ca.pem", group="ironic")
+    with pytest.raises(Unreachable, match=r"TLS settings.*/nonexistent/ironic-ca\.pem") as caught:
+        connect(conf).send("GET", f"/nodes/{NODE}")
+    assert not caught.value.retriable
+    assert tls_server.connections == 0
+
+
 def test_tls_options_come_from_the_session(monkeypatch, standalone, certificate):
     session = connect(standalone).session
     cert, key = certificate
