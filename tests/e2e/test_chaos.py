@@ -80,10 +80,12 @@ class Chaos:
         self._thread = threading.Thread(target=self._run, name="chaos", daemon=True)
 
     def _victim(self) -> str:
-        """A random process; the first kill, and half the workers' kills, go to the
-        firewall leader (the host whose PXE is open), the invariant's hardest case."""
-        name = self.random.choice(VICTIMS)
-        if not self.leader_kills or (name.startswith("worker-") and self.random.random() < 0.5):
+        """APIs and workers in turns (a short run still kills both kinds), a random one of
+        the kind; the first kill, and half the workers' kills, go to the firewall leader
+        (the host whose PXE is open), the invariant's hardest case."""
+        kind = "api" if len(self.kills) % 2 else "worker"
+        name = self.random.choice([victim for victim in VICTIMS if victim.startswith(kind)])
+        if not self.leader_kills or (kind == "worker" and self.random.random() < 0.5):
             leaders = [index for index, state in self.cluster.pxe().items() if state == "open"]
             if leaders:
                 self.leader_kills += 1
