@@ -89,7 +89,6 @@ class Connection:
         }
         self._timeout = float(session.timeout or DEFAULT_TIMEOUT)
         self._lock = threading.Lock()
-        self._endpoint: str | None = None
         self._path = ""
         self._origin: transport.Origin | None = None
 
@@ -136,23 +135,21 @@ class Connection:
             if self._origin is None:
                 try:
                     data = self.session.get_endpoint_data(**self._where)
-                except ks_exceptions.ClientException:
-                    raise
                 except OSError as exc:
                     # requests checks the CA bundle and client certificate files before
-                    # sending the version discovery (its socket errors are wrapped in
-                    # keystoneauth's exceptions above): a file that is not there.
+                    # sending the version discovery (its socket errors come wrapped
+                    # in keystoneauth's exceptions): a file that is not there.
                     raise Unreachable(f"TLS settings: {exc}", retriable=False) from exc
                 if data is None or not data.url:
                     raise ks_exceptions.EndpointNotFound(
                         "no baremetal endpoint in the catalog for "
                         f"interface {self._where['interface']}"
                     )
-                self._endpoint = data.url.rstrip("/")
-                self._path = urllib.parse.urlsplit(self._endpoint).path
+                endpoint = data.url.rstrip("/")
+                self._path = urllib.parse.urlsplit(endpoint).path
                 try:
-                    self._origin = _origin(self.session, self._endpoint, self._timeout)
-                except (OSError, ssl.SSLError) as exc:
+                    self._origin = _origin(self.session, endpoint, self._timeout)
+                except OSError as exc:  # ssl.SSLError too
                     # A CA file or client certificate that cannot be read or used.
                     raise Unreachable(f"TLS settings: {exc}", retriable=False) from exc
             return self._origin, self._path
