@@ -7,7 +7,7 @@ In one run, with wrk (installed with apt when missing) and 50 connections shared
 by the gunicorn worker processes (one instance each, see `servers`): a trivial
 Flask JSON endpoint under the same gunicorn settings (the ceiling), GET
 /v1/introspection/{uuid}, and POST /v1/continue with a real ironic-python-agent payload
-(PostgreSQL store, RabbitMQ queue). Targets (issue 4): status reads at least 50% of the
+(PostgreSQL store, RabbitMQ queue). Targets: status reads at least 50% of the
 ceiling's rate; /v1/continue p99 under 50 ms. Results: bench/results/api.json and
 docs/performance.md.
 
@@ -47,7 +47,7 @@ from bench.worker import (  # noqa: E402
 )
 from inspector.store import Change, Store  # noqa: E402
 
-PAYLOAD = ROOT.parent / "shared" / "fixtures" / "ipa" / "ipa-thismachine.json"
+PAYLOAD = ROOT / "tests" / "fixtures" / "ipa" / "ipa-thismachine.json"
 GUNICORN = [str(ROOT / ".venv" / "bin" / "gunicorn"), "--worker-class", "gthread"]
 
 

@@ -9,7 +9,7 @@ acquire+release (Redis), one compare-and-swap update (PostgreSQL), one put+get+a
 (Redis and RabbitMQ); then transitions per second of real `inspector worker` processes
 (1 and 2 processes) on Redis+PostgreSQL and RabbitMQ+PostgreSQL, and the cost of one
 transition with a single worker thread.
-Targets (issue 3): a transition costs at most 2x the sum of its parts (each a
+Targets: a transition costs at most 2x the sum of its parts (each a
 compare-and-swap; each of the two steps of an introspection, inspect and continue, a
 lock and a put+get+ack, shared with the follow-up applied in it); 2 processes give
 at least 1.6x the throughput of 1. Results go to JSON and to docs/performance.md.

@@ -15,7 +15,8 @@ import uuid
 import requests
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-PAYLOAD = ROOT.parent / "shared" / "fixtures" / "ipa" / "ipa-thismachine.json"
+#: A real ironic-python-agent payload (tests/fixtures/README.md says where it comes from).
+PAYLOAD = ROOT / "tests" / "fixtures" / "ipa" / "ipa-thismachine.json"
 IRONIC_HEADERS = {"X-OpenStack-Ironic-API-Version": "1.81"}
 DEADLINE = 60.0
 

@@ -1,5 +1,5 @@
 """Our service as the local cluster runs it, for the fleet benchmark's `cluster` scenario:
-`scripts/cluster` (issue 8) brings up three `inspector api` processes behind HAProxy and
+`scripts/cluster` brings up three `inspector api` processes behind HAProxy and
 three inspector hosts (network namespaces, each with its dnsmasq and an `inspector
 worker` whose nftables firewall acts inside it) on a scratch database, with a release
 of this checkout installed in a virtualenv of its own.

@@ -24,8 +24,7 @@ from collections.abc import Sequence
 
 import requests
 
-SHARED = pathlib.Path(__file__).resolve().parents[3] / "shared"
-FIXTURE = SHARED / "fixtures" / "ipa" / "ipa-thismachine.json"
+FIXTURE = pathlib.Path(__file__).resolve().parents[2] / "tests/fixtures/ipa/ipa-thismachine.json"
 #: Seconds a post may take before it counts as failed.
 POST_TIMEOUT = 60.0
 #: ironic-python-agent's retries of a post: attempts, and the wait before each retry.

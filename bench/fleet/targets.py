@@ -1,4 +1,4 @@
-"""Issue 9's targets, judged on one run's results: each a ratio or a bound, with the
+"""The fleet benchmark's targets, judged on one run's results: each a ratio or a bound, with the
 figures it was computed from. A target whose scenario did not run is left out."""
 
 #: The minimal introspection's Ironic calls (get node, list its ports, boot device,

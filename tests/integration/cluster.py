@@ -26,12 +26,13 @@ import requests
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
+from tests import fixtures
+
 ROOT = pathlib.Path(__file__).parents[2]
 INSPECTOR = [sys.executable, "-m", "inspector.cmd"]
-FIXTURES = ROOT.parent / "shared" / "fixtures" / "ipa"
-#: The real ironic-python-agent payloads (captured on these machines).
-IPA_PAYLOAD = FIXTURES / "ipa-thismachine.json"
-IPA_ERROR_PAYLOAD = FIXTURES / "ipa-thismachine-dmidecode-error.json"
+#: The real ironic-python-agent payloads (tests/fixtures/README.md says where they come from).
+IPA_PAYLOAD = fixtures.IPA
+IPA_ERROR_PAYLOAD = fixtures.IPA_DMIDECODE_ERROR
 
 #: Seconds a process gets to answer after it was started.
 START_TIMEOUT = 30.0

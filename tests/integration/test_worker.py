@@ -21,11 +21,12 @@ from inspector.broker.message import Request
 from inspector.broker.queue import WorkQueue
 from inspector.machine import DEJA_VU_REASON, Event, Machine, State
 from inspector.store import Store, schema
+from tests import fixtures
 
 pytestmark = pytest.mark.integration
 
 ROOT = pathlib.Path(__file__).parents[2]
-IPA_PAYLOAD = ROOT.parent / "shared" / "fixtures" / "ipa" / "ipa-thismachine.json"
+IPA_PAYLOAD = fixtures.IPA
 GET_TIMEOUT = 0.5
 
 

@@ -3,7 +3,6 @@ and the look at the raw text never lets a NUL or deep nesting through."""
 
 import copy
 import json
-import pathlib
 import random
 
 import jsonschema
@@ -11,8 +10,9 @@ import pytest
 
 from inspector.api import params, schemas
 from inspector.errors import BadRequest
+from tests import fixtures
 
-FIXTURES = pathlib.Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "ipa"
+FIXTURES = fixtures.ROOT / "ipa"
 PAYLOADS = sorted(FIXTURES.glob("*.json"))
 
 #: Values put where the schema expects something else (or the same thing).

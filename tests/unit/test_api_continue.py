@@ -3,20 +3,17 @@
 import copy
 import json
 import logging
-import pathlib
 
 import pytest
 
 from inspector.api import guard as guard_module
 from inspector.machine import State
 from inspector.store import Change
+from tests import fixtures
 
-SHARED = pathlib.Path(__file__).parents[3] / "shared"
-IPA = json.loads((SHARED / "fixtures" / "ipa" / "ipa-thismachine.json").read_text())
-IPA_ERROR = json.loads(
-    (SHARED / "fixtures" / "ipa" / "ipa-thismachine-dmidecode-error.json").read_text()
-)
-FOUR_NICS = json.loads((SHARED / "peers-data" / "inspector-testfixture-4nic.json").read_text())
+IPA = fixtures.load(fixtures.IPA)
+IPA_ERROR = fixtures.load(fixtures.IPA_DMIDECODE_ERROR)
+FOUR_NICS = fixtures.load(fixtures.FOUR_NIC)
 
 
 def waiting_node(client, ironic, store, attributes):

@@ -3,7 +3,6 @@ and the default hooks on real ramdisk payloads."""
 
 import importlib.metadata
 import json
-import pathlib
 
 import pytest
 
@@ -14,14 +13,14 @@ from inspector.ironic import IronicNode, IronicPort
 from inspector.processing import hooks
 from inspector.processing.context import ProcessingContext, ProcessingError
 from inspector.processing.hooks import base, standard
+from tests import fixtures
 
-SHARED = pathlib.Path("/work/shared")
 PAYLOADS = {
-    "thismachine": SHARED / "fixtures/ipa/ipa-thismachine.json",
-    "dmidecode-error": SHARED / "fixtures/ipa/ipa-thismachine-dmidecode-error.json",
-    "large": SHARED / "fixtures/ipa/synthetic-large-server.json",
-    "4nic": SHARED / "peers-data/inspector-testfixture-4nic.json",
-    "apiref": SHARED / "peers-data/apiref-continue-request.json",
+    "thismachine": fixtures.IPA,
+    "dmidecode-error": fixtures.IPA_DMIDECODE_ERROR,
+    "large": fixtures.LARGE_SERVER,
+    "4nic": fixtures.FOUR_NIC,
+    "apiref": fixtures.APIREF,
 }
 NODE_UUID = "5f1d0e0c-5c4a-4a5e-9a57-6d5bd35d2c3a"
 DEFAULT_HOOKS = [

@@ -2,7 +2,6 @@
 
 import copy
 import json
-import pathlib
 
 import pytest
 
@@ -10,10 +9,10 @@ from inspector import conf as config
 from inspector.ironic import IronicNode
 from inspector.processing import rule_conditions, rules
 from inspector.processing.context import ProcessingContext, ProcessingError
+from tests import fixtures
 
-FIXTURES = pathlib.Path("/work/shared")
-IPA = FIXTURES / "fixtures" / "ipa" / "ipa-thismachine.json"
-FOUR_NIC = FIXTURES / "peers-data" / "inspector-testfixture-4nic.json"
+IPA = fixtures.IPA
+FOUR_NIC = fixtures.FOUR_NIC
 
 DATA = {
     "memory_mb": 16384,

@@ -2,8 +2,6 @@
 
 import dataclasses
 import datetime
-import json
-import pathlib
 
 import pytest
 
@@ -11,6 +9,7 @@ from inspector.broker.message import Request
 from inspector.machine import Event, Machine, State
 from inspector.store import NodeRecord
 from inspector.worker.tasks import Tasks
+from tests import fixtures
 from tests.fakes.ironic import FakeIronic
 
 
@@ -80,9 +79,7 @@ def test_follow_ups_of_each_target(store, ironic):
     assert run(tasks, record("n"), Event.ABORT, State.WAITING) == []
 
 
-IPA = json.loads(
-    (pathlib.Path(__file__).parents[3] / "shared/fixtures/ipa/ipa-thismachine.json").read_text()
-)
+IPA = fixtures.load(fixtures.IPA)
 
 
 def test_process_runs_hooks_stores_data_and_powers_off(store, ironic, conf):
