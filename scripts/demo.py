@@ -28,7 +28,7 @@ def wait(what, check, deadline=DEADLINE):
         if result:
             return result
         time.sleep(0.2)  # polling with a deadline
-    sys.exit(f"demo: {what} did not happen within {deadline:.0f} s")
+    sys.exit(f"quickstart: demo: FAILED: {what} did not happen within {deadline:.0f} s")
 
 
 def enroll(ironic):
@@ -68,51 +68,66 @@ def status(inspector, node_uuid):
     return requests.get(f"{inspector}/v1/introspection/{node_uuid}", timeout=10).json()
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--inspector", default="http://127.0.0.1:5050")
-    parser.add_argument("--ironic", default="http://127.0.0.1:6385")
-    args = parser.parse_args()
-    inspector, ironic = args.inspector.rstrip("/"), args.ironic.rstrip("/")
+def say(text):
+    print(f"quickstart: demo: {text}", flush=True)
 
+
+def walk(inspector, ironic):
+    """The walk-through, one line per step; the exit status: 0 when the introspection
+    finished and Ironic holds the node's properties."""
     enrolled = [enroll(ironic) for _ in range(3)]
-    for sample, sample_mac in enrolled:
-        print(f"1. enrolled node {sample['name']} ({sample['uuid']}), port {sample_mac}, in Ironic")
     node, mac = enrolled[0]
-    print(f"   introspecting {node['name']}")
+    others = ", ".join(sample["name"] for sample, _ in enrolled[1:])
+    say(f"1. enrolled {node['name']} ({node['uuid']}, port {mac}) and {others} in Ironic")
     answer = requests.post(f"{inspector}/v1/introspection/{node['uuid']}", timeout=10)
-    print(f"2. POST /v1/introspection/{node['uuid']} -> {answer.status_code}")
+    say(
+        f"2. started its introspection: POST /v1/introspection/{node['uuid']} "
+        f"-> {answer.status_code}"
+    )
     answer.raise_for_status()
     wait(
         "the node waiting for its ramdisk",
         lambda: status(inspector, node["uuid"])["state"] == "waiting",
     )
     power = requests.get(f"{ironic}/v1/nodes/{node['uuid']}", headers=IRONIC_HEADERS, timeout=10)
-    print(
-        f"3. Inspector set PXE boot and powered it on: Ironic says {power.json()['power_state']!r}"
-    )
+    say(f"3. Inspector set PXE boot and powered it on: Ironic says {power.json()['power_state']!r}")
     payload = json.loads(PAYLOAD.read_text())
     for interface in payload["inventory"]["interfaces"]:
         interface["mac_address"] = mac
     answer = requests.post(f"{inspector}/v1/continue", json=payload, timeout=10)
-    print(f"4. the 'ramdisk' posted its inventory: /v1/continue -> {answer.status_code}")
+    say(f"4. its 'ramdisk' posted the inventory: POST /v1/continue -> {answer.status_code}")
+    answer.raise_for_status()
     final = wait(
         "the introspection finishing",
         lambda: (s := status(inspector, node["uuid"]))["finished"] and s,
     )
-    print(f"5. introspection {final['state']}: {json.dumps(final, indent=2)}")
+    say(f"5. introspection {final['state']} (error: {final['error']})")
     written = requests.get(
         f"{ironic}/v1/nodes/{node['uuid']}", headers=IRONIC_HEADERS, timeout=10
     ).json()
-    ports = requests.get(
-        f"{ironic}/v1/ports/detail?node_uuid={node['uuid']}", headers=IRONIC_HEADERS, timeout=10
-    ).json()["ports"]
-    print("6. what Inspector wrote to Ironic:")
-    print(f"   properties: {json.dumps(written['properties'], sort_keys=True)}")
-    for port in ports:
-        print(f"   port {port['address']} pxe_enabled={port['pxe_enabled']}")
-    print(f"   power state: {written['power_state']}")
+    properties = written["properties"]
+    wanted = {"cpus", "memory_mb", "cpu_arch", "local_gb"}
+    say(
+        f"6. Ironic now holds its properties {json.dumps(properties, sort_keys=True)}, "
+        f"power {written['power_state']!r}"
+    )
+    missing = sorted(wanted - set(properties))
+    if missing:
+        say(f"FAILED: Ironic's node has no {', '.join(missing)} in its properties")
+        return 1
     return 0 if final["state"] == "finished" else 1
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--inspector", default="http://127.0.0.1:5050")
+    parser.add_argument("--ironic", default="http://127.0.0.1:6385")
+    args = parser.parse_args()
+    try:
+        return walk(args.inspector.rstrip("/"), args.ironic.rstrip("/"))
+    except requests.RequestException as exc:
+        say(f"FAILED: {exc}")
+        return 1
 
 
 if __name__ == "__main__":
