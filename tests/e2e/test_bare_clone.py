@@ -50,7 +50,9 @@ def clean_env(**extra: str) -> dict[str, str]:
     env = {
         key: value
         for key, value in os.environ.items()
-        if not key.startswith(("INSPECTOR_", "PYTEST_")) and key != "VIRTUAL_ENV"
+        if not key.startswith(("INSPECTOR_", "PYTEST_"))
+        # PYTHONDONTWRITEBYTECODE makes setuptools warn that it does not byte-compile.
+        and key not in ("VIRTUAL_ENV", "PYTHONDONTWRITEBYTECODE")
     }
     env["PATH"] = os.pathsep.join(
         part for part in env.get("PATH", "").split(os.pathsep) if not part.startswith(str(ROOT))
