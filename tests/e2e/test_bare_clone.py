@@ -197,15 +197,16 @@ def test_wheel_installed_alone_serves_inspector_all(dist, tmp_path):
     # Run from an empty directory, so only the installed package can be imported.
     workdir = tmp_path / "cwd"
     workdir.mkdir()
-    process = subprocess.Popen(
-        [str(command), "all", "--config-file", str(config)],
-        cwd=workdir,
-        env=clean_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+    log = tmp_path / "inspector.log"
+    with log.open("w") as output:
+        process = subprocess.Popen(
+            [str(command), "all", "--config-file", str(config)],
+            cwd=workdir,
+            env=clean_env(),
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         deadline = time.monotonic() + 60
         answer = None
@@ -215,7 +216,7 @@ def test_wheel_installed_alone_serves_inspector_all(dist, tmp_path):
                 break
             except requests.ConnectionError:
                 time.sleep(0.2)  # polling with a deadline
-        assert answer is not None, process.stderr.read() if process.poll() is not None else ""
+        assert answer is not None, log.read_text()
         assert answer.status_code == 200
         assert answer.json()["versions"][0]["id"] == "1.18"
     finally:
