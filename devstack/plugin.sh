@@ -138,8 +138,8 @@ function install_inspector {
         iptables) install_package iptables ;;
         ipset) install_package iptables ipset ;;
     esac
-    setup_develop "$INSPECTOR_DIR" mysql,postgresql
-    pip_install gunicorn
+    # Under devstack's upper-constraints, as OpenStack installs every service.
+    setup_develop "$INSPECTOR_DIR" mysql,postgresql,wsgi
 }
 
 # ---------------------------------------------------------------- post-config

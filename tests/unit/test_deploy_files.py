@@ -351,7 +351,7 @@ def test_worker_unit():
         *unit.values("Service", "ExecStopPost"),
         *re.findall(r"^# (?:ExecStopPost)=(.*)$", unit.path.read_text(), re.M),
     ]
-    assert any("/usr/bin/inspector firewall close" in command for command in stop_post)
+    assert any("/opt/inspector/bin/inspector firewall close" in command for command in stop_post)
     # The hostsdir the dnsmasq driver writes is this unit's runtime directory.
     assert "inspector/dhcp-hostsdir" in unit.value("Service", "RuntimeDirectory").split()
     assert "dhcp-hostsdir=/run/inspector/dhcp-hostsdir" in (ETC / "dnsmasq.conf").read_text()
@@ -374,8 +374,8 @@ def test_units_verify(tmp_path):
     paths = []
     for path in [*UNITS, ETC / "inspector.target"]:
         text = path.read_text()
-        text = text.replace("/usr/bin/inspector", str(bindir / "inspector"))
-        text = text.replace("/usr/bin/gunicorn", str(bindir / "gunicorn"))
+        text = text.replace("/opt/inspector/bin/inspector", str(bindir / "inspector"))
+        text = text.replace("/opt/inspector/bin/gunicorn", str(bindir / "gunicorn"))
         text = text.replace("/usr/sbin/dnsmasq", which("dnsmasq"))
         (tmp_path / path.name).write_text(text)
         paths.append(f"./{path.name}")
