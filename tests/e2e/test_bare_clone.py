@@ -62,9 +62,24 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 
 def run(command: list[str], cwd: pathlib.Path, timeout: float, **kwargs):
-    return subprocess.run(
-        command, cwd=cwd, timeout=timeout, capture_output=True, text=True, check=False, **kwargs
-    )
+    """The command's result; past the timeout its whole process group is killed (the
+    quickstart's `inspector all` with it) and the test fails."""
+    with subprocess.Popen(
+        command,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        **kwargs,
+    ) as process:
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            stdout, stderr = process.communicate()
+            pytest.fail(f"{command} took over {timeout} s:\n{stdout}\n{stderr}")
+    return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
 
 
 @pytest.fixture(scope="module")
