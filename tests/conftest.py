@@ -24,6 +24,8 @@ from inspector.store import Store, schema
 
 #: Where the tests find PostgreSQL; `eval "$(scripts/services env)"` sets it.
 POSTGRESQL_ENV = "INSPECTOR_TEST_POSTGRESQL_URL"
+#: Where the tests find MariaDB (or MySQL); set the same way (scripts/services start mariadb).
+MYSQL_ENV = "INSPECTOR_TEST_MYSQL_URL"
 #: Where the tests find Redis and RabbitMQ; set the same way.
 REDIS_ENV = "INSPECTOR_TEST_REDIS_URL"
 RABBITMQ_ENV = "INSPECTOR_TEST_RABBITMQ_URL"
@@ -39,6 +41,9 @@ def pytest_configure(config: pytest.Config) -> None:
     # outside tests Python ignores PendingDeprecationWarning anyway. A deprecation that
     # our own call triggers is attributed to our module and still fails the test.
     config.addinivalue_line("filterwarnings", "ignore::PendingDeprecationWarning:openstack.*")
+    config.addinivalue_line(
+        "markers", "mysql: needs a MariaDB or MySQL server (scripts/services starts MariaDB)"
+    )
 
 
 def service_unavailable(reason: str) -> NoReturn:
@@ -106,6 +111,112 @@ def postgresql_store(postgresql_url: str):
     """A Store on a new PostgreSQL database, its schema upgraded."""
     schema.upgrade(postgresql_url)
     db = Store.from_url(postgresql_url)
+    yield db
+    db.close()
+
+
+@pytest.fixture(scope="session")
+def mysql_admin() -> Iterator[Engine]:
+    """An autocommit engine on the server named by INSPECTOR_TEST_MYSQL_URL (MariaDB)."""
+    url = make_url(service_url(MYSQL_ENV, "mariadb"))
+    engine = sqlalchemy.create_engine(
+        url,
+        poolclass=NullPool,
+        isolation_level="AUTOCOMMIT",
+        connect_args={"connect_timeout": 5},
+    )
+    try:
+        with engine.connect() as connection:
+            connection.execute(text("SELECT 1"))
+    except exc.DBAPIError as error:
+        engine.dispose()
+        service_unavailable(
+            f"MariaDB at {url.render_as_string(hide_password=True)} does not answer: {error.orig}"
+        )
+    yield engine
+    engine.dispose()
+
+
+def end_connections(admin: Engine, database: str) -> int:
+    """End every other session on `database` (as a server restart would); how many."""
+    with admin.connect() as connection:
+        if admin.dialect.name == "postgresql":
+            return connection.execute(
+                text(
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                    "WHERE datname = :name AND pid <> pg_backend_pid()"
+                ),
+                {"name": database},
+            ).scalar()
+        ids = connection.execute(
+            text(
+                "SELECT id FROM information_schema.processlist "
+                "WHERE db = :name AND id <> CONNECTION_ID()"
+            ),
+            {"name": database},
+        ).scalars()
+        ended = 0
+        for ident in ids:
+            try:
+                connection.execute(text(f"KILL CONNECTION {int(ident):d}"))
+                ended += 1
+            except exc.OperationalError as error:  # it ended on its own meanwhile
+                if error.orig.args[0] != 1094:  # ER_NO_SUCH_THREAD
+                    raise
+        return ended
+
+
+@pytest.fixture
+def mysql_url(mysql_admin: Engine) -> Iterator[str]:
+    """The URL of a new, empty database on MariaDB, dropped after the test (the test
+    user may create any database named inspector_test*)."""
+    name = f"inspector_test_{uuid.uuid4().hex[:12]}"
+    with mysql_admin.connect() as connection:
+        connection.execute(text(f"CREATE DATABASE `{name}`"))
+    url: URL = mysql_admin.url.set(database=name)
+    try:
+        yield url.render_as_string(hide_password=False)
+    finally:
+        # A test that failed may have left a transaction open: DROP would wait on it.
+        end_connections(mysql_admin, name)
+        with mysql_admin.connect() as connection:
+            connection.execute(text(f"DROP DATABASE IF EXISTS `{name}`"))
+
+
+@pytest.fixture
+def mysql_store(mysql_url: str):
+    """A Store on a new MariaDB database, its schema upgraded."""
+    schema.upgrade(mysql_url)
+    db = Store.from_url(mysql_url)
+    yield db
+    db.close()
+
+
+#: The server databases the store's generic tests run on, each with its marks.
+SERVER_DATABASES = [
+    pytest.param("postgresql", marks=[pytest.mark.postgresql, pytest.mark.integration]),
+    pytest.param("mysql", marks=[pytest.mark.mysql, pytest.mark.integration]),
+]
+
+
+@pytest.fixture(params=SERVER_DATABASES)
+def server_url(request: pytest.FixtureRequest) -> str:
+    """A new, empty database on each server in turn: PostgreSQL, then MariaDB."""
+    return request.getfixturevalue(f"{request.param}_url")
+
+
+@pytest.fixture
+def server_admin(request: pytest.FixtureRequest, server_url: str) -> Engine:
+    """The admin engine of the server `server_url` is on."""
+    backend = make_url(server_url).get_backend_name()
+    return request.getfixturevalue(f"{backend}_admin")
+
+
+@pytest.fixture
+def server_store(server_url: str):
+    """A Store on a new database of each server in turn, its schema upgraded."""
+    schema.upgrade(server_url)
+    db = Store.from_url(server_url)
     yield db
     db.close()
 

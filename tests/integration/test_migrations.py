@@ -1,18 +1,17 @@
-"""Migrations build exactly the models' schema, on SQLite and on PostgreSQL.
+"""Migrations build exactly the models' schema, on SQLite, PostgreSQL and MariaDB.
 
-Also the compare-and-swap against PostgreSQL, including a writer blocked on the row.
+Also the compare-and-swap against both servers, including a writer blocked on the row.
 """
 
 import threading
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import inspect, text
+from sqlalchemy import Boolean, inspect, text
 from sqlalchemy.orm import Session
 
 from inspector import errors
@@ -22,25 +21,43 @@ from inspector.store.models import metadata
 NODE = "1be26c0b-03f2-4d2e-ae87-c02d7f33c123"
 OTHER = "2be26c0b-03f2-4d2e-ae87-c02d7f33c124"
 POSTGRESQL = [pytest.mark.postgresql, pytest.mark.integration]
+MYSQL = [pytest.mark.mysql, pytest.mark.integration]
 #: Seconds a test waits for a condition before failing.
 DEADLINE = 30
 
 
 @pytest.fixture(
-    params=["sqlite", pytest.param("postgresql", marks=POSTGRESQL)],
+    params=[
+        "sqlite",
+        pytest.param("postgresql", marks=POSTGRESQL),
+        pytest.param("mysql", marks=MYSQL),
+    ],
 )
 def database_url(request, tmp_path) -> str:
     if request.param == "sqlite":
         return default_url(tmp_path)
-    return request.getfixturevalue("postgresql_url")
+    return request.getfixturevalue(f"{request.param}_url")
 
 
 @pytest.fixture
-def pg_store(postgresql_url) -> Iterator[Store]:
-    schema.upgrade(postgresql_url)
-    store = Store.from_url(postgresql_url)
-    yield store
-    store.close()
+def store(server_store) -> Store:
+    """A Store on PostgreSQL, then on MariaDB."""
+    return server_store
+
+
+#: What MySQL reports as a boolean column's default (TINYINT(1)), for true() and false().
+MYSQL_BOOLEAN_DEFAULTS = {"true": "1", "false": "0"}
+
+
+def _server_default_differs(
+    context, inspected_column, metadata_column, inspected, metadata_default, rendered
+):
+    """alembic's comparison, except MySQL's `1` for a boolean DEFAULT true (alembic
+    compares the rendered `true` with the `1` MySQL stores: not a difference)."""
+    if context.dialect.name == "mysql" and isinstance(metadata_column.type, Boolean):
+        expected = MYSQL_BOOLEAN_DEFAULTS.get(str(rendered).lower().strip("'"), rendered)
+        return str(inspected).strip("'") != expected
+    return None  # alembic decides
 
 
 def schema_differences(url: str) -> list:
@@ -49,11 +66,20 @@ def schema_differences(url: str) -> list:
         with engine.connect() as connection:
             context = MigrationContext.configure(
                 connection,
-                opts={"compare_type": True, "compare_server_default": True},
+                opts={"compare_type": True, "compare_server_default": _server_default_differs},
             )
             return compare_metadata(context, metadata)
     finally:
         engine.dispose()
+
+
+def _primary_key_name(connection, db, table: str) -> str | None:
+    primary_key = db.get_pk_constraint(table)
+    if connection.dialect.name == "mysql" and primary_key["constrained_columns"]:
+        # MySQL names every primary key PRIMARY (reflected as None): ours is not kept.
+        assert primary_key["name"] is None, primary_key
+        return f"pk_{table}"
+    return primary_key["name"]
 
 
 def constraint_names(url: str) -> dict[str, set[str]]:
@@ -62,7 +88,7 @@ def constraint_names(url: str) -> dict[str, set[str]]:
         with engine.connect() as connection:
             db = inspect(connection)
             return {
-                table: {db.get_pk_constraint(table)["name"]}
+                table: {_primary_key_name(connection, db, table)}
                 | {fk["name"] for fk in db.get_foreign_keys(table)}
                 | {index["name"] for index in db.get_indexes(table)}
                 for table in metadata.tables
@@ -103,103 +129,109 @@ def test_constraint_names_follow_the_naming_convention(database_url):
     assert "fk_attributes_node_uuid_nodes" in expected["attributes"]
 
 
-@pytest.mark.postgresql
-@pytest.mark.integration
-def test_compare_and_swap_on_postgresql(pg_store):
-    pg_store.create_node(NODE, "starting")
-    stale = pg_store.get_node(NODE)
-    assert pg_store.set_state(NODE, stale.version, "waiting") == 2
+def test_compare_and_swap_on_a_server(store):
+    store.create_node(NODE, "starting")
+    stale = store.get_node(NODE)
+    assert store.set_state(NODE, stale.version, "waiting") == 2
     with pytest.raises(errors.NodeBusy):
-        pg_store.set_state(NODE, stale.version, "error", error="timeout")
-    node = pg_store.get_node(NODE)
+        store.set_state(NODE, stale.version, "error", error="timeout")
+    node = store.get_node(NODE)
     assert (node.state, node.version, node.error) == ("waiting", 2, None)
     with pytest.raises(errors.NotFound):
-        pg_store.set_state("00000000-0000-0000-0000-000000000000", 1, "waiting")
+        store.set_state("00000000-0000-0000-0000-000000000000", 1, "waiting")
+
+
+#: Sessions of the current database waiting for a lock, per server.
+LOCK_WAITERS = {
+    "postgresql": "SELECT count(*) FROM pg_stat_activity "
+    "WHERE datname = current_database() AND wait_event_type = 'Lock'",
+    # InnoDB's transactions (the PROCESS privilege shows every session's).
+    "mysql": "SELECT count(*) FROM information_schema.innodb_trx AS trx "
+    "JOIN information_schema.processlist AS session ON session.id = trx.trx_mysql_thread_id "
+    "WHERE session.db = DATABASE() AND trx.trx_state = 'LOCK WAIT'",
+}
+#: Seconds between two polls. InnoDB refreshes what innodb_trx shows only when it was
+#: last read more than 0.1 s before: polled faster, it never changes.
+LOCK_POLL_INTERVAL = {"postgresql": 0.05, "mysql": 0.2}
 
 
 def _wait_for_lock_waiter(store: Store, done: threading.Event) -> None:
     # Poll until the second writer's UPDATE waits on the first writer's row lock.
-    query = text(
-        "SELECT count(*) FROM pg_stat_activity "
-        "WHERE datname = current_database() AND wait_event_type = 'Lock'"
-    )
+    query = text(LOCK_WAITERS[store.engine.dialect.name])
+    interval = LOCK_POLL_INTERVAL[store.engine.dialect.name]
     deadline = time.monotonic() + DEADLINE
     with store.engine.connect() as connection:
         while True:
             waiting = connection.execute(query).scalar()
-            # pg_stat_activity is read once per transaction: end it at every poll.
+            # pg_stat_activity is read once per transaction (and InnoDB's snapshot
+            # under REPEATABLE READ): end it at every poll.
             connection.rollback()
             if waiting:
                 return
-            assert not done.wait(0.05), "second writer did not wait for the row lock"
+            assert not done.wait(interval), "second writer did not wait for the row lock"
             assert time.monotonic() < deadline, "second writer never blocked"
 
 
-@pytest.mark.postgresql
-@pytest.mark.integration
-def test_concurrent_writers_on_one_version_only_one_wins(pg_store):
-    pg_store.create_node(NODE, "waiting")
+def test_concurrent_writers_on_one_version_only_one_wins(store):
+    store.create_node(NODE, "waiting")
     done = threading.Event()
 
     def second_writer() -> int:
         try:
-            return pg_store.set_state(NODE, 1, "error", error="timeout")
+            return store.set_state(NODE, 1, "error", error="timeout")
         finally:
             done.set()
 
-    with ThreadPoolExecutor(max_workers=1) as pool, Session(pg_store.engine) as first:
+    with ThreadPoolExecutor(max_workers=1) as pool, Session(store.engine) as first:
         assert nodes.set_state(first, NODE, 1, "processing", now=utcnow()) == 2
         blocked = pool.submit(second_writer)
-        _wait_for_lock_waiter(pg_store, done)
+        _wait_for_lock_waiter(store, done)
         first.commit()  # releases the row: the waiting UPDATE re-checks version
         with pytest.raises(errors.NodeBusy):
             blocked.result(timeout=DEADLINE)
-    node = pg_store.get_node(NODE)
+    node = store.get_node(NODE)
     assert (node.state, node.version, node.error) == ("processing", 2, None)
 
 
-@pytest.mark.postgresql
-@pytest.mark.integration
-def test_apply_is_one_atomic_statement_on_postgresql(pg_store):
+def test_apply_writes_the_state_and_its_request_atomically(store):
     from inspector.errors import Conflict, NodeBusy  # noqa: PLC0415
     from inspector.store import Change  # noqa: PLC0415
 
-    assert pg_store._one_statement_swap  # the PostgreSQL path is the one tested here
-    node = pg_store.apply(Change(NODE, None, "r1", "inspect", None, "starting"))
-    moved = pg_store.apply(Change(NODE, node.version, "r2", "wait", "starting", "waiting"), node)
+    # PostgreSQL: one statement; MariaDB: a transaction (transitions.apply).
+    assert store._one_statement_swap == (store.engine.dialect.name == "postgresql")
+    node = store.apply(Change(NODE, None, "r1", "inspect", None, "starting"))
+    moved = store.apply(Change(NODE, node.version, "r2", "wait", "starting", "waiting"), node)
     assert moved.version == node.version + 1
-    assert pg_store.get_node(NODE) == moved
-    assert pg_store.find_request("r2").version == moved.version
+    assert store.get_node(NODE) == moved
+    assert store.find_request("r2").version == moved.version
     # A stale version writes nothing, neither the state nor the request row.
     with pytest.raises(NodeBusy):
-        pg_store.apply(Change(NODE, node.version, "r3", "abort", "waiting", "error"), node)
-    assert pg_store.find_request("r3") is None
-    assert pg_store.get_node(NODE).state == "waiting"
+        store.apply(Change(NODE, node.version, "r3", "abort", "waiting", "error"), node)
+    assert store.find_request("r3") is None
+    assert store.get_node(NODE).state == "waiting"
     # A request id seen before is refused, and the state is left as it was.
-    current = pg_store.get_node(NODE)
+    current = store.get_node(NODE)
     with pytest.raises(Conflict):
-        pg_store.apply(Change(NODE, current.version, "r2", "abort", "waiting", "error"), current)
-    assert pg_store.get_node(NODE) == current
+        store.apply(Change(NODE, current.version, "r2", "abort", "waiting", "error"), current)
+    assert store.get_node(NODE) == current
 
 
-@pytest.mark.postgresql
-@pytest.mark.integration
-def test_create_is_one_atomic_statement_on_postgresql(pg_store):
+def test_create_writes_the_node_and_its_request_atomically(store):
     from inspector.errors import Conflict  # noqa: PLC0415
     from inspector.store import Change  # noqa: PLC0415
 
     at = datetime(2026, 1, 2, 3, 4, 5)
     change = Change(NODE, None, "r1", "inspect", None, "starting", started_at=at, error=None)
-    node = pg_store.apply(change)
-    assert pg_store.get_node(NODE) == node
+    node = store.apply(change)
+    assert store.get_node(NODE) == node
     assert (node.version, node.started_at, node.manage_boot) == (1, at, True)
-    assert pg_store.find_request("r1").version == 1
+    assert store.find_request("r1").version == 1
     # The node exists: nothing is written, not even the request row.
     with pytest.raises(Conflict):
-        pg_store.apply(Change(NODE, None, "r2", "inspect", None, "starting"))
-    assert pg_store.find_request("r2") is None
+        store.apply(Change(NODE, None, "r2", "inspect", None, "starting"))
+    assert store.find_request("r2") is None
     # The request id was seen: no node is created.
     with pytest.raises(Conflict):
-        pg_store.apply(Change(OTHER, None, "r1", "inspect", None, "starting"))
+        store.apply(Change(OTHER, None, "r1", "inspect", None, "starting"))
     with pytest.raises(errors.NotFound):
-        pg_store.get_node(OTHER)
+        store.get_node(OTHER)
