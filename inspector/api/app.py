@@ -8,6 +8,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 from inspector.api import (
     auth,
+    bodies,
     errors,
     guard,
     health,
@@ -73,6 +74,11 @@ def create_app(conf: cfg.ConfigOpts, **services) -> flask.Flask:
     app.url_map.strict_slashes = False
     app.extensions[EXTENSION] = build_services(conf, **services)
     app.before_request(versions.negotiate)
+    # Inside the version stamp (its answers name the versions too), outside
+    # authentication's middleware (an unauthenticated caller gets no body read).
+    app.wsgi_app = bodies.BoundedBodies(
+        app.wsgi_app, conf.api.max_request_body_size, conf.api.max_continue_body_size
+    )
     app.wsgi_app = versions.Stamp(app.wsgi_app)
     errors.register(app)
     for blueprint in (root, introspection, rules, ramdisk, health):

@@ -7,6 +7,7 @@ import flask
 from inspector import errors
 from inspector.api import intents, links, params, schemas, status, versions
 from inspector.api.context import services
+from inspector.ironic.client import RESERVED_NODE_PATHS
 from inspector.machine import Event
 
 blueprint = flask.Blueprint("introspection", __name__)
@@ -25,6 +26,8 @@ def resolve(ident: str) -> str:
     ident = params.node_ident(ident)
     if params.is_uuid(ident):
         return ident
+    if ident in RESERVED_NODE_PATHS:  # Ironic's own routes: no node has these names
+        raise errors.NotFound(f"Node {ident} was not found in Ironic")
     return services().ironic.get_node(ident).uuid
 
 

@@ -20,6 +20,10 @@ _TRUE = {"1", "t", "true", "on", "y", "yes"}
 #: Deepest nesting a JSON body may have.
 MAX_DEPTH = 100
 _FALSE = {"0", "f", "false", "off", "n", "no"}
+#: A JSON escape of a UTF-16 surrogate, and a surrogate left in a decoded string (a
+#: pair of escapes decodes to one character: only a lone one stays a surrogate).
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def is_uuid(value: str) -> bool:
@@ -97,8 +101,9 @@ def json_object(*, required: bool = True) -> dict | None:
     """The body as a JSON object, whatever its content type (as ironic-inspector).
 
     Stricter than json.loads: NaN, Infinity and numbers too large for a float are
-    refused (they cannot be written back as JSON), and so are NUL characters in
-    strings (databases refuse them).
+    refused (they cannot be written back as JSON), and so are NUL characters and lone
+    surrogates in strings (databases refuse the first, UTF-8 cannot carry the second),
+    invalid UTF-8 and nesting deeper than MAX_DEPTH.
     """
     raw = flask.request.get_data(cache=True)
     if not raw.strip():
@@ -109,6 +114,8 @@ def json_object(*, required: bool = True) -> dict | None:
         body = json.loads(raw.decode("utf-8"), parse_constant=_refuse, parse_float=_finite)
     except (UnicodeDecodeError, ValueError) as exc:
         raise BadRequest(f"Malformed JSON body: {exc}") from None
+    except RecursionError:  # the parser's own recursion, far past MAX_DEPTH
+        raise BadRequest(f"The body is nested deeper than {MAX_DEPTH} levels") from None
     if not isinstance(body, dict):
         raise BadRequest("The body must be a JSON object")
     if _may_need_checking(raw):
@@ -117,10 +124,16 @@ def json_object(*, required: bool = True) -> dict | None:
 
 
 def _may_need_checking(raw: bytes) -> bool:
-    """Whether the body may hold a NUL or nest too deeply; a cheap look at the text that
-    spares walking a large ramdisk payload. The parser refuses a raw NUL byte, so a
-    decoded NUL comes from a \\u0000 escape; nesting needs a bracket per level."""
-    return b"\\u0000" in raw or raw.count(b"[") + raw.count(b"{") > MAX_DEPTH
+    """Whether the body may hold a NUL, a lone surrogate or nest too deeply; a cheap look
+    at the text that spares walking a large ramdisk payload. The parser refuses a raw
+    NUL byte, so a decoded NUL comes from a \\u0000 escape; a surrogate can only come
+    from a \\uD800-\\uDFFF escape (valid UTF-8 holds none); nesting needs a bracket
+    per level."""
+    return (
+        b"\\u0000" in raw
+        or _SURROGATE_ESCAPE.search(raw) is not None
+        or raw.count(b"[") + raw.count(b"{") > MAX_DEPTH
+    )
 
 
 def _refuse(name: str):
@@ -140,6 +153,10 @@ def _check_strings(value, depth: int = 0) -> None:
     if isinstance(value, str):
         if "\x00" in value:
             raise BadRequest("Strings in the body must not contain NUL characters")
+        if _SURROGATE.search(value):
+            raise BadRequest(
+                "Strings in the body must not contain lone surrogates (\\uD800-\\uDFFF)"
+            )
     elif isinstance(value, dict):
         for key, item in value.items():
             _check_strings(key, depth + 1)

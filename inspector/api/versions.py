@@ -16,7 +16,11 @@ SERVICE_TYPE = "baremetal-introspection"
 MIN_HEADER = "X-OpenStack-Ironic-Inspector-API-Minimum-Version"
 MAX_HEADER = "X-OpenStack-Ironic-Inspector-API-Maximum-Version"
 
-_VERSION = re.compile(r"^(\d+)\.(\d+)$")
+_VERSION = re.compile(r"([0-9]+)\.([0-9]+)")
+#: The longest version header value looked at; longer ones are malformed.
+MAX_VERSION_LENGTH = 32
+#: Digits of a version part; a longer number is no version we serve (406).
+MAX_PART_DIGITS = 6
 
 
 def format_version(version: tuple[int, int]) -> str:
@@ -26,12 +30,20 @@ def format_version(version: tuple[int, int]) -> str:
 def parse(text: str) -> tuple[int, int]:
     """'1.12' -> (1, 12); 'latest' -> MAXIMUM. BadRequest or NotAcceptable otherwise."""
     text = text.strip()
+    if len(text) > MAX_VERSION_LENGTH:
+        raise BadRequest(
+            f"Malformed API version {text[:MAX_VERSION_LENGTH]!r}...: longer than "
+            f"{MAX_VERSION_LENGTH} characters"
+        )
     if text.lower() == "latest":
         return MAXIMUM
-    match = _VERSION.match(text)
+    match = _VERSION.fullmatch(text)
     if not match:
         raise BadRequest(f"Malformed API version {text!r}: expected MAJOR.MINOR or 'latest'")
-    version = (int(match[1]), int(match[2]))
+    if max(len(match[1]), len(match[2])) > MAX_PART_DIGITS:
+        version = (MAXIMUM[0] + 1, 0)  # beyond any version served: refused below
+    else:
+        version = (int(match[1]), int(match[2]))
     if not MINIMUM <= version <= MAXIMUM:
         raise NotAcceptable(
             f"Unsupported API version {text}: supported versions are "

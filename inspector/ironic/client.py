@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from oslo_config import cfg
 
 from inspector.conf.ironic import GROUP
-from inspector.errors import ServiceUnavailable
+from inspector.errors import NotFound, ServiceUnavailable
 from inspector.ironic import failures, rest
 from inspector.ironic.connection import connect
 from inspector.ironic.model import IronicNode, IronicPort
@@ -32,6 +32,9 @@ NODE_LOCKED_FIRST_DELAY = 0.1
 SLOT_WAIT_STEP = 0.1
 
 T = TypeVar("T")
+#: Names under /v1/nodes/ that are Ironic's own routes, not nodes: `GET /v1/nodes/detail`
+#: lists every node. A node can never be found by these names.
+RESERVED_NODE_PATHS = frozenset({"detail", "validate"})
 
 
 class Ironic:
@@ -65,9 +68,13 @@ class Ironic:
 
     def get_node(self, ident: str) -> IronicNode:
         """The node by UUID or name; NotFound when Ironic has none."""
+        if ident in RESERVED_NODE_PATHS:
+            raise NotFound(f"Node {ident} was not found in Ironic")
         node = self._call(
             f"get node {ident}", lambda http: rest.send(http, "GET", rest.node(ident))
         )
+        if not isinstance(node, dict) or "uuid" not in node:
+            raise NotFound(f"Node {ident} was not found in Ironic: its path is not a node's")
         return IronicNode.from_ironic(node)
 
     def iter_nodes(

@@ -46,8 +46,8 @@ def test_no_file_names_a_folder_beside_the_checkout():
 def test_no_python_file_climbs_above_the_repository():
     offenders = []
     for path in tracked_files():
-        if path.suffix != ".py":
-            continue
+        if path.suffix != ".py" or path == pathlib.Path(__file__).resolve():
+            continue  # this file spells the patterns it looks for
         depth = len(path.relative_to(ROOT).parts) - 1  # parents[depth] is the root
         text = text_of(path) or ""
         for match in PARENTS.finditer(text):

@@ -1,0 +1,100 @@
+"""The one bounded reader of request bodies (WSGI middleware): a body over its route's
+limit is a 413 before the application reads it, however it is framed (Content-Length or
+chunked); a framing the server cannot decode, or a Content-Length that is not a number,
+is a 400. Never a 500, never more than the limit read.
+"""
+
+import io
+import json
+import logging
+
+LOG = logging.getLogger(__name__)
+
+#: The route whose bodies carry ramdisk data (and logs): it has a limit of its own.
+CONTINUE_PATH = "/v1/continue"
+#: Bytes read at a time from a chunked body.
+READ_SIZE = 64 * 1024
+#: The longest Content-Length value taken as a number (20 digits pass 2**64).
+MAX_LENGTH_DIGITS = 20
+
+
+class BodyTooLarge(Exception):
+    pass
+
+
+def read_bounded(stream, limit: int) -> bytes:
+    """All of `stream` if it holds at most `limit` bytes; BodyTooLarge as soon as it
+    holds more (having read at most `limit` + READ_SIZE bytes)."""
+    parts, size = [], 0
+    while True:
+        part = stream.read(READ_SIZE)
+        if not part:
+            return b"".join(parts)
+        size += len(part)
+        if size > limit:
+            raise BodyTooLarge
+        parts.append(part)
+
+
+class BoundedBodies:
+    """Checks the length of every request body before the application sees it; chunked
+    bodies are read here (up to the limit) and handed on with their length."""
+
+    def __init__(self, app, limit: int, continue_limit: int) -> None:
+        self.app = app
+        self.limit = limit
+        self.continue_limit = continue_limit
+
+    def limit_of(self, environ) -> int:
+        path = environ.get("PATH_INFO", "").rstrip("/")
+        return self.continue_limit if path.endswith(CONTINUE_PATH) else self.limit
+
+    def __call__(self, environ, start_response):
+        refusal = self.refusal(environ)
+        if refusal is not None:
+            return refuse(start_response, *refusal)
+        return self.app(environ, start_response)
+
+    def refusal(self, environ) -> tuple[int, str] | None:
+        """Why the body is refused (status, message), or None; a chunked body it accepts
+        is left in the environ, read, with its length."""
+        length = environ.get("CONTENT_LENGTH")
+        if length:
+            if len(length) > MAX_LENGTH_DIGITS or not (length.isascii() and length.isdigit()):
+                return 400, "Invalid Content-Length header"
+            limit = self.limit_of(environ)
+            return (413, too_large(limit)) if int(length) > limit else None
+        if "chunked" not in environ.get("HTTP_TRANSFER_ENCODING", "").lower():
+            return None
+        limit = self.limit_of(environ)
+        try:
+            body = read_bounded(environ["wsgi.input"], limit)
+        except BodyTooLarge:
+            return 413, too_large(limit)
+        except Exception as exc:  # the server's chunk decoder: any framing error
+            LOG.debug("Malformed chunked body: %s: %s", type(exc).__name__, exc)
+            return 400, "Malformed chunked request body"
+        environ["wsgi.input"] = io.BytesIO(body)
+        environ["CONTENT_LENGTH"] = str(len(body))
+        environ["wsgi.input_terminated"] = True
+        return None
+
+
+def too_large(limit: int) -> str:
+    return f"The request body is larger than this route's limit of {limit} bytes"
+
+
+def refuse(start_response, status: int, message: str) -> list[bytes]:
+    """An error answer in the API's format. The connection is closed after it: the
+    rest of the body may still be on its way."""
+    body = json.dumps({"error": {"message": message}}).encode()
+    reason = {400: "Bad Request", 413: "Request Entity Too Large"}[status]
+    start_response(
+        f"{status} {reason}",
+        [
+            ("Content-Type", "application/json"),
+            ("Content-Length", str(len(body))),
+            ("Connection", "close"),
+        ],
+    )
+    return [body]
