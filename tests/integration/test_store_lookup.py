@@ -1,6 +1,7 @@
 """The ramdisk lookup and the replacement of a node's attributes on real PostgreSQL, where
-each is one prepared statement with array parameters: the same answers as the portable
-Core queries (which SQLite and MySQL run), a replacement that keeps, drops and adds."""
+each is one prepared statement with array parameters, and on MariaDB, which runs the
+portable Core queries (as SQLite does): the same answers, a replacement that keeps,
+drops and adds, and a lookup that reads the primary key's index."""
 
 import uuid
 
@@ -10,8 +11,9 @@ from inspector.store import lookup
 
 
 @pytest.fixture
-def store(postgresql_store):
-    return postgresql_store
+def store(server_store):
+    """A Store on PostgreSQL, then on MariaDB."""
+    return server_store
 
 
 def new_node(store, state="waiting"):
@@ -25,10 +27,11 @@ def portable_candidates(store, wanted):
         return lookup.candidates(connection, wanted)
 
 
-def test_the_statements_are_the_prepared_ones(store):
-    # Otherwise the tests below would compare the portable queries with themselves.
-    assert store._candidates is not None
-    assert store._replace_attributes is not None
+def test_the_statements_are_the_prepared_ones_on_postgresql(store):
+    # Otherwise the tests below would compare the portable queries with themselves there.
+    prepared = store.engine.dialect.name == "postgresql"
+    assert (store._candidates is not None) is prepared
+    assert (store._replace_attributes is not None) is prepared
 
 
 def test_lookup_counts_matches_per_node_as_the_portable_query(store):
@@ -81,7 +84,10 @@ def test_replacing_the_same_attributes_again_changes_nothing(store):
     assert store.lookup_nodes(wanted) == {node: (2, store.get_node(node))}
 
 
-def test_the_lookup_reads_the_primary_key_index_on_a_large_site(store):
+@pytest.mark.postgresql
+@pytest.mark.integration
+def test_the_lookup_reads_the_primary_key_index_on_a_large_site(postgresql_store):
+    store = postgresql_store
     node = new_node(store)
     with store.engine.begin() as connection:
         connection.exec_driver_sql(
@@ -98,3 +104,29 @@ def test_the_lookup_reads_the_primary_key_index_on_a_large_site(store):
     text = "\n".join(row[0] for row in plan)
     assert "Index" in text and "attributes" in text, text
     assert "Seq Scan on attributes" not in text, text
+
+
+@pytest.mark.mysql
+@pytest.mark.integration
+def test_the_portable_lookup_reads_the_primary_key_index_on_mariadb(mysql_store):
+    store = mysql_store
+    node = new_node(store)
+    with store.engine.begin() as connection:
+        connection.exec_driver_sql("SET SESSION max_recursive_iterations = 20000")
+        connection.exec_driver_sql(
+            "INSERT INTO attributes (name, value, node_uuid) "
+            "WITH RECURSIVE serial (i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM serial "
+            "WHERE i < 20000) SELECT 'mac', md5(i), %(node)s FROM serial",
+            {"node": node},
+        )
+        connection.exec_driver_sql("ANALYZE TABLE attributes")
+    wanted = {"mac": ["aa:bb:cc:dd:ee:01", "aa:bb:cc:dd:ee:02"], "bmc_address": ["10.0.0.1"]}
+    statement = lookup._counts(wanted)
+    sql = str(
+        statement.compile(dialect=store.engine.dialect, compile_kwargs={"literal_binds": True})
+    )
+    with store.engine.connect() as connection:
+        plan = [dict(row._mapping) for row in connection.exec_driver_sql("EXPLAIN " + sql)]
+    attributes = [row for row in plan if row["table"] == "attributes"]
+    assert attributes, plan
+    assert all(row["key"] == "PRIMARY" and row["type"] != "ALL" for row in attributes), plan
