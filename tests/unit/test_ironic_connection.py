@@ -190,7 +190,9 @@ def test_no_answer_is_unreachable_and_retriable(standalone, server):
 
 
 def test_a_hung_ironic_times_out(standalone, server):
-    standalone.set_override("timeout", 0.2, group="ironic")
+    # Whole seconds: the keystoneauth1 of OpenStack 2026.1 (5.13) and older has an integer
+    # [ironic] timeout, where 0.2 would be 0.
+    standalone.set_override("timeout", 1, group="ironic")
     connection = connect(standalone)
     connection.send("GET", f"/nodes/{NODE}")
     server.hold.clear()  # the next request is answered only once the test is over
