@@ -4,9 +4,12 @@ reset flag, and the fencing that stops a deposed leader before a new one acts.
 Every process runs one `Election` per singleton kind. It joins the group
 `inspector-<kind>`, watches it, and tries to take the lease `inspector-leader-<kind>`.
 The winner claims a new term (a fencing token, recorded by `claim`) and runs the
-singleton's body in its own thread with a `Leadership`. When the group shrinks, the
-lease cannot be renewed, or the process stops, the leadership is reset: its reset flag
-is set, the body is joined, and only then is the lease released.
+singleton's body in its own thread with a `Leadership`. When the lease cannot be
+renewed, the leader finds itself dropped from the group (frozen, cut off), or the
+process stops, the leadership is reset: its reset flag is set, the body is joined, and
+only then is the lease released. Another member leaving changes nothing: the lease, not
+the membership, says who leads, so a follower's exit never interrupts the singleton
+(the PXE firewall stays open through it).
 
 A leader frozen (SIGSTOP) or cut off past its lease acts no more: `Leadership.valid()`
 turns false once the lease may have expired by the local monotonic clock, and the
@@ -174,12 +177,13 @@ class Election:
         gone = self._seen - members
         self._seen = members
         if self.coordinator.member_id not in members:
-            # Dropped by the others while we could not heartbeat (frozen, cut off).
+            # Dropped by the others while we could not heartbeat (frozen, cut off): the
+            # others may already have moved on, whatever the lease says here.
             LOG.warning("No longer a member of %s: joining again", self.group)
             self._joined = False
+            self._reset("dropped from the group")
         if gone:
-            LOG.info("%s group shrank (%s left): re-electing", self.kind, ", ".join(sorted(gone)))
-            self._reset("the group shrank")
+            LOG.info("%s group shrank (%s left)", self.kind, ", ".join(sorted(gone)))
 
     def _try_lead(self) -> None:
         acquired_at = time.monotonic()
@@ -187,7 +191,14 @@ class Election:
         if lease is None:
             return
         self._lease = lease
+        trusted_until = acquired_at + self.coordinator.lease_seconds * SAFETY
         try:
+            # A process frozen since it took the lease may have lost it already: no term
+            # is recorded, nothing is logged or started, under a lease that may be gone.
+            if time.monotonic() >= trusted_until:
+                LOG.info("%s lease taken too long ago to trust: not leading", self.kind)
+                self._release()
+                return
             if self._claim is not None:
                 term = self._claim(self.kind, self.coordinator.member_id)
             else:
@@ -199,6 +210,10 @@ class Election:
         leadership = Leadership(
             self.kind, self.coordinator.member_id, term, self.coordinator.lease_seconds, acquired_at
         )
+        if not leadership.valid():
+            LOG.info("%s term %d claimed too late to trust its lease: not leading", self.kind, term)
+            self._release()
+            return
         self._leadership = leadership
         LOG.info("Elected %s leader (term %d)", self.kind, term)
         self._body_thread = threading.Thread(

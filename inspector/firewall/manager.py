@@ -275,6 +275,10 @@ class FirewallManager:
         expiry refreshed while the leadership lasts; close before returning."""
         if self._whitelist_poller is not None:
             self._whitelist_poller.poll()
+        if not leadership.valid():
+            # Frozen or slow since the election: the lease may be someone else's now.
+            LOG.info("Firewall term %d ended before the PXE service opened", leadership.term)
+            return
         with self._guard:
             self._leadership = leadership
         LOG.info("Firewall leader (term %d): opening the PXE service", leadership.term)

@@ -248,15 +248,45 @@ def _leadership(lease):
     return Leadership("firewall", "me", 1, lease, time.monotonic())
 
 
+def test_a_leadership_stale_before_it_opens_neither_opens_nor_says_so(log, caplog):
+    """Frozen between the election and the open: the lease may be another's by now."""
+    from inspector.coordination.election import Leadership  # noqa: PLC0415
+
+    driver = RecordingDriver(log, "h")
+    manager = FirewallManager(driver, Lifecycle(), deny_unknown=False, lease_seconds=3.0)
+    manager.close_at_start()
+    stale = Leadership("firewall", "me", 7, 3.0, time.monotonic() - 3.0)
+    with caplog.at_level("INFO", logger="inspector.firewall.manager"):
+        manager.lead(stale)
+    assert "open" not in log.of("h")
+    assert not manager.is_leader()
+    assert "opening the PXE service" not in caplog.text
+    assert "term 7 ended before the PXE service opened" in caplog.text
+
+
 # Closing before the lease goes: reset, shutdown, lost DLM, errors.
 
 
-def test_group_shrink_closes_the_leader_before_it_releases(hosts, log):
+def test_a_follower_dying_leaves_the_pxe_service_open(hosts, log):
     leader = the_leader(hosts)
     wait_for(lambda: all(len(h.election.members) == 3 for h in hosts), 5, 0.01, "all joined")
+    opened = log.of(leader.name).count("open")
     other = next(host for host in hosts if host is not leader)
-    other.member.is_cut = True  # cut off, then forgotten: the group shrank, so
-    other.member.crash()  # everyone resets and re-elects
+    other.member.is_cut = True  # cut off, then forgotten: the group shrank
+    other.member.crash()
+    wait_for(lambda: len(leader.election.members) == 2, 5, 0.01, "the leader seeing it gone")
+    # Still the same term, never closed in between.
+    assert leader.driver.is_open() and leader.manager.is_leader()
+    assert "closed" not in log.of(leader.name)[opened:]
+    assert open_hosts(hosts) == [leader]
+    log.check()
+
+
+def test_a_leader_dropped_from_the_group_closes_before_it_releases(hosts, log):
+    leader = the_leader(hosts)
+    dlm = leader.member.dlm
+    with dlm.guard:
+        dlm.groups["inspector-firewall"].discard(leader.member.member_id)
     wait_for(lambda: "release" in log.of(leader.name), 5, 0.01, "the old leader's release")
     the_leader(hosts)
     log.check()
