@@ -1,5 +1,6 @@
 """Whole introspections against the real Ironic 39: what lands in Ironic, discovery,
-unmanaged boot, rules, a node deleted mid-way. One API and one worker process."""
+unmanaged boot, rules, a node deleted mid-way, the store on MariaDB. One API and one
+worker process."""
 
 import pathlib
 import subprocess
@@ -7,7 +8,9 @@ import subprocess
 import pytest
 import requests
 
+from inspector.store import Store
 from tests.integration.cluster import (
+    Deployment,
     ipa_payload,
     macs,
     post_continue,
@@ -146,3 +149,43 @@ def test_ironic_restarted_mid_run_is_retried(
         final = wait_state(cluster, node, "finished", timeout=120)
         assert final["error"] is None
         assert "retrying" in cluster.logs()
+
+
+@pytest.mark.mysql
+def test_a_whole_introspection_with_the_store_on_mariadb(
+    tmp_path, mysql_url, rabbitmq_url, redis_url, queue_name, ironic_api
+):
+    deployment = Deployment(
+        tmp_path,
+        database_url=mysql_url,
+        queue_url=rabbitmq_url,
+        queue_name=queue_name,
+        redis_url=redis_url,
+        ironic_url=ironic_api.url,
+    )
+    with deployment:
+        deployment.start()  # `inspector db upgrade` on MariaDB, then an API and a worker
+        node = ironic_api.enroll()["uuid"]
+        start(deployment, node)
+        ironic_api.wait_for(node, lambda n: n["power_state"] == "power on")
+        payload = ipa_payload(macs(ironic_api, node))
+        assert post_continue(deployment, payload).json() == {"uuid": node}
+        final = wait_state(deployment, node, "finished")
+        assert final["error"] is None
+        node_after = ironic_api.wait_for(node, lambda n: n["power_state"] == "power off")
+        inventory = payload["inventory"]
+        assert node_after["properties"]["cpus"] == str(inventory["cpu"]["count"])
+        assert node_after["properties"]["memory_mb"] == str(inventory["memory"]["physical_mb"])
+        assert node_after["properties"]["cpu_arch"] == inventory["cpu"]["architecture"]
+        data = requests.get(f"{deployment.url}/v1/introspection/{node}/data", timeout=10).json()
+        assert data["inventory"] == inventory
+    # What the processes wrote is on MariaDB: the node's history, every request done.
+    store = Store.from_url(mysql_url)
+    try:
+        assert store.engine.dialect.name == "mysql"
+        history = store.history(node)
+        assert [r.event for r in history] == ["inspect", "wait", "continue", "finish"]
+        assert {r.status for r in history} == {"done"}
+        assert store.get_data(node, processed=False)["inventory"] == inventory
+    finally:
+        store.close()
