@@ -135,9 +135,8 @@ def leader_marker(engine):
 
 
 def settled_leader(engine, quiet=SETTLE):
-    """The leader once no election happened for `quiet` seconds: a process that died
-    in the last round leaves the group only when its membership expires, and that
-    shrinkage makes everyone re-elect once more."""
+    """The leader once no election happened for `quiet` seconds (the round before may
+    still be settling: the process restarted after it joins and runs for election)."""
     poll(lambda: last_run(engine), "periodic run")
     current, since = leader_marker(engine), time.monotonic()
     while time.monotonic() - since < quiet:
