@@ -1,5 +1,6 @@
-"""POST /v1/continue: the ramdisk's callback. Finds the node, stores the payload durably,
-enqueues `continue` and answers at once; processing happens in a worker.
+"""POST /v1/continue: the ramdisk's callback. Checks the payload's types and [limits]
+(a 400 naming the field), finds the node, stores the payload durably, enqueues `continue`
+and answers at once; processing happens in a worker.
 
 The payload's `logs` are never stored with the data nor logged.
 """
@@ -10,11 +11,11 @@ import uuid
 import flask
 
 from inspector import errors
-from inspector.api import auth, intents, params, schemas
+from inspector.api import auth, intents, params
 from inspector.api.context import services
 from inspector.broker.message import Request
 from inspector.machine import Event, State
-from inspector.processing import lookup, ramdisk_logs
+from inspector.processing import lookup, payload, ramdisk_logs
 
 LOG = logging.getLogger(__name__)
 
@@ -61,7 +62,12 @@ def _accept(svc):
     flask.request.max_content_length = svc.conf.api.max_continue_body_size
     svc.guard.check(flask.request.remote_addr)
     params.only()
-    data = schemas.validate(params.json_object(), schemas.CONTINUE, "ramdisk data")
+    data = params.json_object()
+    # Types and [limits] before anything is looked up, stored or enqueued: a ramdisk
+    # cannot make the service do unbounded work (a port per NIC of 50,000 NICs).
+    problem = payload.refusal(data, svc.conf.limits)
+    if problem is not None:
+        raise errors.BadRequest(problem)
     logs = data.pop("logs", None)  # never stored with the data nor logged
     wanted = lookup.attributes(data)
     if not any(wanted.values()):

@@ -2,13 +2,14 @@
 wrong and where. Shape only: the meaning (known rule operators, lookups) is checked by
 the code that uses the body."""
 
-from collections.abc import Callable
 from typing import Any
 
 import jsonschema
 from jsonschema import validators
 
 from inspector.errors import BadRequest
+from inspector.fastschema import fast_check
+from inspector.processing import payload
 
 _STRING_OR_NULL = {"type": ["string", "null"]}
 
@@ -18,29 +19,10 @@ START = {
     "properties": {"uuid": {"type": "string"}},
 }
 
-#: POST /v1/continue: what lookup needs to be well-formed; the rest is the ramdisk's.
-CONTINUE = {
-    "type": "object",
-    "properties": {
-        "inventory": {
-            "type": "object",
-            "properties": {
-                "interfaces": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "properties": {"mac_address": _STRING_OR_NULL, "name": _STRING_OR_NULL},
-                    },
-                },
-                "bmc_address": _STRING_OR_NULL,
-                "bmc_v6address": _STRING_OR_NULL,
-            },
-        },
-        "boot_interface": _STRING_OR_NULL,
-        "error": _STRING_OR_NULL,
-        "logs": _STRING_OR_NULL,
-    },
-}
+#: POST /v1/continue: the type of every field the hooks and the worker read; the rest is
+#: the ramdisk's. inspector.processing.payload owns it: /v1/continue and processing check
+#: a payload with payload.refusal (this predicate, then its [limits]).
+CONTINUE = payload.SCHEMA
 
 #: POST /v1/introspection/{node}/data/unprocessed (1.15): new raw data.
 REAPPLY = {"type": "object", "minProperties": 1}
@@ -78,59 +60,6 @@ RULE = {
         },
     },
 }
-
-#: JSON Schema types the fast check knows, as Python types (bool is no integer here).
-_TYPES: dict[str, tuple[type, ...]] = {
-    "object": (dict,),
-    "array": (list,),
-    "string": (str,),
-    "null": (type(None),),
-    "boolean": (bool,),
-}
-#: Keywords the fast check knows; a schema using another one has no fast check.
-_FAST_KEYWORDS = {"type", "properties", "items"}
-
-Check = Callable[[Any], bool]
-
-
-def fast_check(schema: dict) -> Check | None:
-    """A plain-Python predicate equivalent to `schema`, for schemas that only use
-    type (of the types above), properties and items; None for any other schema.
-
-    A ramdisk payload is large and mostly not ours to check: walking it with jsonschema
-    costs more than finding its node. The predicate only decides valid or not; the
-    message of an invalid body still comes from jsonschema.
-    """
-    if not isinstance(schema, dict) or set(schema) - _FAST_KEYWORDS:
-        return None
-    types = schema.get("type")
-    names = [types] if isinstance(types, str) else types
-    if names is not None and not all(name in _TYPES for name in names):
-        return None
-    allowed = None if names is None else tuple(t for name in names for t in _TYPES[name])
-    properties: dict[str, Check] = {}
-    for name, sub_schema in schema.get("properties", {}).items():
-        sub = fast_check(sub_schema)
-        if sub is None:
-            return None
-        properties[name] = sub
-    items = fast_check(schema["items"]) if "items" in schema else None
-    if "items" in schema and items is None:
-        return None
-
-    def check(value: Any) -> bool:
-        if allowed is not None and not isinstance(value, allowed):
-            return False
-        if properties and isinstance(value, dict):
-            for name, sub in properties.items():
-                if name in value and not sub(value[name]):
-                    return False
-        if items is not None and isinstance(value, list):
-            return all(map(items, value))
-        return True
-
-    return check
-
 
 _VALIDATORS = {
     id(schema): (validators.validator_for(schema)(schema), fast_check(schema))

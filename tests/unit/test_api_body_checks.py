@@ -16,7 +16,7 @@ FIXTURES = fixtures.ROOT / "ipa"
 PAYLOADS = sorted(FIXTURES.glob("*.json"))
 
 #: Values put where the schema expects something else (or the same thing).
-ODD_VALUES = [None, True, 0, 1.5, "x", [], ["x"], [None], [{}], {}, {"mac_address": 1}]
+ODD_VALUES = [None, True, 0, 1.5, "x", [], ["x"], [None], [{}], [[]], {}, {"mac_address": 1}]
 
 
 def mutations(payload: dict, count: int, seed: int):
@@ -27,19 +27,42 @@ def mutations(payload: dict, count: int, seed: int):
         ("inventory", "interfaces"),
         ("inventory", "bmc_address"),
         ("inventory", "bmc_v6address"),
+        ("inventory", "disks"),
+        ("inventory", "boot"),
+        ("inventory", "boot", "pxe_interface"),
+        ("inventory", "cpu"),
+        ("inventory", "cpu", "flags"),
+        ("inventory", "memory"),
+        ("pci_devices",),
+        ("lldp_raw",),
+        ("macs",),
+        ("root_disk",),
+        ("data",),
         ("boot_interface",),
         ("error",),
         ("logs",),
         ("extra",),
     ]
+    #: List items, and keys of theirs to replace.
+    items = {
+        ("inventory", "interfaces"): ["mac_address", "name", "vendor", "lldp", "client_id"],
+        ("inventory", "disks"): ["name", "serial", "size", "by_path"],
+        ("pci_devices",): ["vendor_id", "product_id", "class"],
+    }
     for _ in range(count):
         body = copy.deepcopy(payload)
-        path = rng.choice([*paths, ("interface",)])
+        path = rng.choice([*paths, *[("item", *path) for path in items]])
         target = body
-        if path == ("interface",):
-            interfaces = body.get("inventory", {}).get("interfaces") or [{}]
-            target = rng.choice(interfaces)
-            key = rng.choice(["mac_address", "name", "vendor"])
+        if path[0] == "item":
+            found = body
+            for key in path[1:]:
+                found = found.get(key) if isinstance(found, dict) else None
+            target = rng.choice(found or [{}])
+            key = rng.choice(items[path[1:]])
+            if found and rng.random() < 0.2:  # the item itself
+                found[rng.randrange(len(found))] = copy.deepcopy(rng.choice(ODD_VALUES))
+                yield body
+                continue
         else:
             for key in path[:-1]:
                 target = target.setdefault(key, {})
