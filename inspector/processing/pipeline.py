@@ -1,6 +1,7 @@
-"""One processing run: hooks, then introspection rules, then the changes sent to Ironic
-in as few calls as possible (one PATCH of the node; port and trait calls only when
-needed). Returns the processed data; stores nothing itself."""
+"""One processing run: the raw data's types and [limits] checked, hooks, then
+introspection rules, then the changes sent to Ironic in as few calls as possible (one
+PATCH of the node; port and trait calls only when needed, at most [limits] max_new_ports
+new ports). Returns the processed data; stores nothing itself."""
 
 import copy
 import logging
@@ -10,10 +11,12 @@ from oslo_config import cfg
 
 from inspector.ironic import IronicNode, IronicPort
 from inspector.processing import hooks as hook_plugins
+from inspector.processing import payload
 from inspector.processing import rules as rule_engine
 from inspector.processing.context import (
     NodeChanges,
     ProcessingContext,
+    ProcessingError,
     capabilities_dict,
     capabilities_text,
 )
@@ -67,6 +70,18 @@ def apply(ironic: Any, node: IronicNode, changes: NodeChanges) -> int:
     return calls
 
 
+def check_new_ports(conf: cfg.ConfigOpts, changes: NodeChanges) -> None:
+    """ProcessingError, before anything is sent to Ironic, when the run would create more
+    ports than [limits] max_new_ports: a partial set of ports would be arbitrary."""
+    count, limit = len(changes.ports.add), conf.limits.max_new_ports
+    if count > limit:
+        raise ProcessingError(
+            f"Processing would create {count} Ironic ports (the interfaces [processing] "
+            f"add_ports = {conf.processing.add_ports} selects), more than [limits] "
+            f"max_new_ports = {limit}: nothing was changed in Ironic"
+        )
+
+
 def process(
     conf: cfg.ConfigOpts,
     ironic: Any,
@@ -82,6 +97,7 @@ def process(
 
     `known`: the node and its ports as already read (at the introspection's start);
     without it both are read from Ironic."""
+    payload.check(raw, conf)  # stored before the API checked it, or a reapply's body
     node, ports = known or (ironic.get_node(node_uuid), ironic.list_ports(node_uuid))
     context = ProcessingContext(
         node=node,
@@ -93,6 +109,7 @@ def process(
     hook_plugins.run(hooks if hooks is not None else hook_plugins.load(conf), context)
     applicable = [rule for rule in rules if rule_engine.applies(rule, node)]
     matched = rule_engine.evaluate(applicable, context)
+    check_new_ports(conf, context.changes)
     calls = apply(ironic, node, context.changes)
     LOG.info(
         "[node %s] processed: %d rules matched, %d Ironic update calls",

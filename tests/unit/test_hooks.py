@@ -268,6 +268,29 @@ def test_a_processing_error_stops_the_run(conf):
         process(conf, payload("dmidecode-error"), *DEFAULT_HOOKS)
 
 
+def test_a_hook_meeting_malformed_data_fails_naming_itself(conf):
+    # Past the raw data's schema (an out-of-tree hook, or a field no schema types).
+    data = payload("4nic")
+    data["inventory"]["interfaces"].append("eth9")
+    with pytest.raises(ProcessingError) as info:
+        process(conf, data, "validate_interfaces", "lldp_basic")
+    assert str(info.value).startswith("Hook lldp_basic (before_update) cannot process")
+    assert isinstance(info.value.__cause__, AttributeError)
+
+
+@pytest.mark.parametrize("error", [KeyError("cpu"), TypeError("unhashable"), IndexError(0)])
+def test_an_out_of_tree_hook_failing_on_the_data_is_named(conf, error):
+    class Fragile(base.ProcessingHook):
+        def before_processing(self, data, conf):
+            raise error
+
+    hook = Fragile(conf)
+    hook.name = "fragile"
+    context = ProcessingContext(node=make_node(), ports=[], data={}, conf=conf)
+    with pytest.raises(ProcessingError, match=r"^Hook fragile \(before_processing\) cannot"):
+        hooks.run([hook], context)
+
+
 def test_disabled_add_ports_with_keep_added_is_a_config_error(conf):
     conf.set_override("add_ports", "disabled", "processing")
     conf.set_override("keep_ports", "added", "processing")

@@ -120,6 +120,13 @@ def test_extra_hardware_in_another_format_is_dropped(conf):
     assert "data" not in context.data
 
 
+def test_extra_hardware_with_unhashable_keys_is_dropped(conf):
+    data = payload("large")
+    data["data"] = [["cpu", "logical", "number", "64"], [["disk"], "sda", "size", "447"]]
+    context = process(conf, data, "extra_hardware")
+    assert "extra" not in context.data
+
+
 def test_extra_hardware_absent(conf):
     context = process(conf, payload("thismachine"), "extra_hardware")
     assert "extra" not in context.data

@@ -1,16 +1,21 @@
 """The transition tasks against the in-repo fake Ironic and a real (SQLite) store."""
 
+import copy
 import dataclasses
 import datetime
 
 import pytest
 
 from inspector.broker.message import Request
+from inspector.coordination import LocalCoordinator
 from inspector.machine import Event, Machine, State
 from inspector.store import NodeRecord
+from inspector.worker.handler import Handler
 from inspector.worker.tasks import Tasks
 from tests import fixtures
 from tests.fakes.ironic import FakeIronic
+from tests.unit.conftest import RecordingQueue
+from tests.unit.test_handler import FakeDelivery
 
 
 @pytest.fixture
@@ -269,3 +274,107 @@ def test_a_driver_change_by_rule_resets_interfaces_in_the_one_patch(store, ironi
     (patch_call,) = ironic.calls_to("patch_node")
     assert patch_call.kwargs["reset_interfaces"] is True
     assert {"op": "add", "path": "/driver", "value": "ipmi"} in patch_call.args[1]
+
+
+# ------------------------------------------------------------------ bad data, port limit
+
+
+def introspect(store, ironic, conf, data):
+    """A whole introspection of a node of `ironic` through the worker's handler, with `data`
+    stored as raw data as an older API (or a reapply) could have: the node's record."""
+    node = ironic.add_node()
+    ironic.add_port(node.uuid, PXE_MAC)
+    handler = Handler(store, LocalCoordinator(), RecordingQueue(), Tasks(store, ironic, conf))
+    handler.handle(FakeDelivery(Request(node_uuid=node.uuid, event=Event.INSPECT)))
+    assert store.get_node(node.uuid).state == State.WAITING
+    store.store_data(node.uuid, data, processed=False)
+    delivery = FakeDelivery(Request(node_uuid=node.uuid, event=Event.CONTINUE))
+    handler.handle(delivery)
+    assert delivery.outcome == "ack"
+    return store.get_node(node.uuid)
+
+
+PXE_MAC = IPA["inventory"]["interfaces"][0]["mac_address"]
+
+
+def with_inventory(**inventory):
+    data = copy.deepcopy(IPA)
+    data["inventory"].update(inventory)
+    return data
+
+
+BAD_TYPES = [
+    ({"disks": {"sda": {}}}, "inventory.disks must be a list or null, not an object"),
+    ({"disks": [None]}, "inventory.disks[0] must be an object, not null"),
+    ({"disks": [["sda"]]}, "inventory.disks[0] must be an object, not a list"),
+    ({"boot": ["uefi"]}, "inventory.boot must be an object or null, not a list"),
+    ({"interfaces": {"eth0": {}}}, "inventory.interfaces must be a list, not an object"),
+    (
+        {"interfaces": [dict(IPA["inventory"]["interfaces"][0], lldp="0104")]},
+        "inventory.interfaces[0].lldp must be a list or null, not a string",
+    ),
+]
+
+
+@pytest.mark.parametrize(("inventory", "said"), BAD_TYPES, ids=[s for _, s in BAD_TYPES])
+def test_stored_data_of_a_wrong_type_ends_in_error_naming_the_field(
+    store, ironic, conf, inventory, said
+):
+    node = introspect(store, ironic, conf, with_inventory(**inventory))
+    assert node.state == State.ERROR
+    assert node.error == f"processing failed: Invalid ramdisk data: {said}"
+    assert ironic.calls_to("patch_node") == [] and ironic.calls_to("create_port") == []
+
+
+def test_stored_data_over_a_limit_ends_in_error_naming_it(store, ironic, conf):
+    disks = [{"name": f"/dev/sd{i}", "size": 2**40} for i in range(257)]
+    node = introspect(store, ironic, conf, with_inventory(disks=disks))
+    assert node.state == State.ERROR
+    assert node.error == (
+        "processing failed: Ramdisk data over a limit: inventory.disks has 257 disks, "
+        "more than [limits] max_disks = 256"
+    )
+
+
+def nics(count):
+    """The known PXE NIC, then count - 1 NICs with fresh MACs and addresses."""
+    first = IPA["inventory"]["interfaces"][0]
+    return [first] + [
+        dict(first, name=f"eth{i}", mac_address=f"52:54:01:00:{i >> 8:02x}:{i & 255:02x}")
+        for i in range(1, count)
+    ]
+
+
+def test_no_boot_interface_and_more_nics_than_max_new_ports_creates_no_port(store, ironic, conf):
+    # The black box: no boot_interface, so every NIC with an address gets a port.
+    assert conf.limits.max_new_ports == 64
+    data = with_inventory(interfaces=nics(66))
+    data.pop("boot_interface", None)
+    node = introspect(store, ironic, conf, data)
+    assert node.state == State.ERROR
+    assert node.error == (
+        "processing failed: Processing would create 65 Ironic ports (the interfaces "
+        "[processing] add_ports = pxe selects), more than [limits] max_new_ports = 64: "
+        "nothing was changed in Ironic"
+    )
+    assert ironic.calls_to("create_port") == [] and ironic.calls_to("patch_node") == []
+    assert len(ironic.ports) == 1
+
+
+def test_as_many_new_ports_as_max_new_ports_are_created(store, ironic, conf):
+    data = with_inventory(interfaces=nics(65))
+    data.pop("boot_interface", None)
+    node = introspect(store, ironic, conf, data)
+    assert (node.state, node.error) == (State.FINISHED, None)
+    assert len(ironic.calls_to("create_port")) == 64
+    assert len(ironic.ports) == 65
+
+
+def test_max_new_ports_counts_only_the_ports_the_hooks_select(store, ironic, conf):
+    conf.set_override("max_new_ports", 1, group="limits")
+    data = with_inventory(interfaces=nics(10))
+    data["boot_interface"] = data["inventory"]["interfaces"][3]["mac_address"]
+    node = introspect(store, ironic, conf, data)
+    assert (node.state, node.error) == (State.FINISHED, None)
+    [created] = ironic.calls_to("create_port")
+    assert created.args[1] == data["boot_interface"]

@@ -4,9 +4,11 @@ configured list, in order, with each hook's dependencies checked.
 Must not call Ironic: hooks record changes on the ProcessingContext only.
 """
 
+import contextlib
 import importlib
 import importlib.metadata
 import logging
+from collections.abc import Iterator
 from typing import Any
 
 from oslo_config import cfg
@@ -93,14 +95,37 @@ def load(conf: cfg.ConfigOpts) -> list[ProcessingHook]:
     return hooks
 
 
+#: What a hook raises when it meets data of a shape it did not expect (the raw data's
+#: schema rules this out for the fields the in-tree hooks read; not for other hooks').
+MALFORMED_DATA_ERRORS = (AttributeError, TypeError, KeyError, IndexError, ValueError)
+
+
 def run(hooks: list[ProcessingHook], context: ProcessingContext) -> None:
-    """before_processing of every hook in order, then before_update of every hook."""
+    """before_processing of every hook in order, then before_update of every hook.
+
+    A hook failing on data of an unexpected shape is a ProcessingError naming the hook
+    and the step, not the bare AttributeError or TypeError text."""
     for hook in hooks:
         LOG.debug("[node %s] hook %s: before_processing", context.node.uuid, hook.name)
-        hook.before_processing(context.data, context.conf)
+        with _malformed(hook, "before_processing"):
+            hook.before_processing(context.data, context.conf)
     for hook in hooks:
         LOG.debug("[node %s] hook %s: before_update", context.node.uuid, hook.name)
-        hook.before_update(context)
+        with _malformed(hook, "before_update"):
+            hook.before_update(context)
+
+
+@contextlib.contextmanager
+def _malformed(hook: ProcessingHook, step: str) -> Iterator[None]:
+    try:
+        yield
+    except ProcessingError:
+        raise
+    except MALFORMED_DATA_ERRORS as exc:
+        raise ProcessingError(
+            f"Hook {hook.name} ({step}) cannot process the ramdisk data: "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
 
 
 def _names(text: str) -> list[str]:

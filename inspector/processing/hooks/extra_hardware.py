@@ -35,9 +35,16 @@ class ExtraHardwareHook(ProcessingHook):
             )
 
 
+#: What the first three items of a record may be: they become keys of nested dicts.
+_KEYS = (str, int, float, bool, type(None))
+
+
 def is_edeploy(records: Any) -> bool:
     return isinstance(records, list) and all(
-        isinstance(item, list) and len(item) == EDEPLOY_ITEM_SIZE for item in records
+        isinstance(item, list)
+        and len(item) == EDEPLOY_ITEM_SIZE
+        and all(isinstance(key, _KEYS) for key in item[:3])
+        for item in records
     )
 
 
