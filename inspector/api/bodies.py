@@ -8,6 +8,8 @@ import io
 import json
 import logging
 
+from inspector.api import server
+
 LOG = logging.getLogger(__name__)
 
 #: The route whose bodies carry ramdisk data (and logs): it has a limit of its own.
@@ -16,24 +18,38 @@ CONTINUE_PATH = "/v1/continue"
 READ_SIZE = 64 * 1024
 #: The longest Content-Length value taken as a number (20 digits pass 2**64).
 MAX_LENGTH_DIGITS = 20
+#: Chunks a body may come in: at least this many, and at most one per this many bytes
+#: of its limit (each chunk costs the server a line to parse: a body of one-byte chunks
+#: is five times its size on the wire and a thousand times the work).
+MIN_CHUNKS = 1024
+BYTES_PER_CHUNK = 4096
 
 
 class BodyTooLarge(Exception):
     pass
 
 
+class TooManyChunks(Exception):
+    pass
+
+
 def read_bounded(stream, limit: int) -> bytes:
     """All of `stream` if it holds at most `limit` bytes; BodyTooLarge as soon as it
-    holds more (having read at most `limit` + READ_SIZE bytes)."""
+    holds more (having read at most `limit` + one piece), TooManyChunks when the server
+    shows its chunks and there are more than the limit allows."""
+    pieces = server.chunks(stream)
+    if pieces is None:
+        pieces = iter(lambda: stream.read(READ_SIZE), b"")
+    most = max(MIN_CHUNKS, limit // BYTES_PER_CHUNK)
     parts, size = [], 0
-    while True:
-        part = stream.read(READ_SIZE)
-        if not part:
-            return b"".join(parts)
-        size += len(part)
+    for count, piece in enumerate(pieces, 1):
+        size += len(piece)
         if size > limit:
             raise BodyTooLarge
-        parts.append(part)
+        if count > most:
+            raise TooManyChunks(most)
+        parts.append(piece)
+    return b"".join(parts)
 
 
 class BoundedBodies:
@@ -66,18 +82,30 @@ class BoundedBodies:
             return (413, too_large(limit)) if int(length) > limit else None
         if "chunked" not in environ.get("HTTP_TRANSFER_ENCODING", "").lower():
             return None
-        limit = self.limit_of(environ)
-        try:
-            body = read_bounded(environ["wsgi.input"], limit)
-        except BodyTooLarge:
+        return take_chunked(environ, self.limit_of(environ))
+
+
+def take_chunked(environ, limit: int) -> tuple[int, str] | None:
+    """Read a chunked body into the environ (with its length), or say why not."""
+    try:
+        body = read_bounded(environ["wsgi.input"], limit)
+    except BodyTooLarge:
+        return 413, too_large(limit)
+    except TooManyChunks as exc:
+        # 413, not 400: the framing is valid, the work it asks for is not.
+        return 413, (
+            f"The chunked request body comes in more than {exc.args[0]} chunks; send it "
+            "in fewer, larger chunks or with a Content-Length"
+        )
+    except Exception as exc:  # the server's chunk decoder: any framing error
+        if "too large" in str(exc).lower():  # cheroot: past the server's maximum
             return 413, too_large(limit)
-        except Exception as exc:  # the server's chunk decoder: any framing error
-            LOG.debug("Malformed chunked body: %s: %s", type(exc).__name__, exc)
-            return 400, "Malformed chunked request body"
-        environ["wsgi.input"] = io.BytesIO(body)
-        environ["CONTENT_LENGTH"] = str(len(body))
-        environ["wsgi.input_terminated"] = True
-        return None
+        LOG.debug("Malformed chunked body: %s: %s", type(exc).__name__, exc)
+        return 400, "Malformed chunked request body"
+    environ["wsgi.input"] = io.BytesIO(body)
+    environ["CONTENT_LENGTH"] = str(len(body))
+    environ["wsgi.input_terminated"] = True
+    return None
 
 
 def too_large(limit: int) -> str:

@@ -71,7 +71,13 @@ def _require_schema(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> bool:
 def _serve(conf: cfg.ConfigOpts, lifecycle: Lifecycle, **services) -> None:
     app = app_factory.create_app(conf, **services)
     settle_heap()
-    http = server.Server(app, conf.listen_address, conf.listen_port, threads=conf.api.threads)
+    http = server.Server(
+        app,
+        conf.listen_address,
+        conf.listen_port,
+        threads=conf.api.threads,
+        max_body_size=max(conf.api.max_request_body_size, conf.api.max_continue_body_size),
+    )
     http.serve_until(lifecycle)
 
 
@@ -121,8 +127,18 @@ def run_all(_args, argv) -> int:
     with wiring.running_pool(conf, lifecycle) as pool:
         # One process: the API shares the workers' store, in-process queue and client.
         handler = pool.handler
-        _serve(
-            conf, lifecycle, store=handler.store, queue=handler.queue, ironic=handler.tasks.ironic
-        )
+        try:
+            _serve(
+                conf,
+                lifecycle,
+                store=handler.store,
+                queue=handler.queue,
+                ironic=handler.tasks.ironic,
+            )
+        except BaseException:
+            # The pool's threads wait on the shutdown flag: without it, leaving the pool
+            # would wait for them forever.
+            lifecycle.stop("the API failed", exit_status=1)
+            raise
         _stop_pool(pool, conf)
     return _stopped(lifecycle)
