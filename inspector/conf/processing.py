@@ -1,4 +1,5 @@
-"""[processing] options: ironic-inspector's names for hooks, ports, data storage and power-off."""
+"""[processing] options: ironic-inspector's names for hooks, ports, data storage and power-off;
+the time bound of introspection rules."""
 
 from oslo_config import cfg
 
@@ -90,5 +91,14 @@ OPTS = [
         "disk_partitioning_spacing",
         default=True,
         help="Leave 1 GiB of the root disk for partitioning when computing local_gb.",
+    ),
+    cfg.FloatOpt(
+        "rules_evaluation_timeout",
+        default=10.0,
+        min=0.1,
+        help="Seconds the introspection rules may take on one node, checked between rules, "
+        "conditions, actions and the values a condition tests. Past them, the "
+        "introspection ends in error naming the rule that was running, and nothing is "
+        "sent to Ironic. Not in ironic-inspector.",
     ),
 ]

@@ -3,11 +3,11 @@ and the validation of a rule document sent to POST /v1/rules. Evaluation lives e
 """
 
 import ipaddress
-import re
 import uuid as uuid_module
 from typing import Any
 
 from inspector.errors import BadRequest
+from inspector.processing import rule_regex
 
 #: Condition operators and the parameters each requires.
 CONDITIONS: dict[str, tuple[str, ...]] = {
@@ -33,6 +33,8 @@ ACTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "remove-trait": (("name",), ()),
 }
 
+#: Operators whose value is a regular expression, run by RE2 (see rule_regex).
+PATTERN_OPS = ("matches", "contains")
 MULTIPLE = ("any", "all", "first")
 FIELD_SCHEMES = ("data://", "node://")
 RULE_KEYS = {"uuid", "description", "conditions", "actions", "scope"}
@@ -61,7 +63,7 @@ def _check_condition(index: int, condition: Any) -> dict[str, Any]:
     for name in CONDITIONS[op]:
         if name not in condition:
             _fail(where, f"op {op} needs {name}")
-    _check_value(where, op, condition.get("value"))
+    _check_value(f"{where} (field {field!r})", op, condition.get("value"))
     return condition
 
 
@@ -71,13 +73,14 @@ def _check_value(where: str, op: str, value: Any) -> None:
             ipaddress.ip_network(str(value), strict=False)
         except ValueError:
             _fail(where, f"in-net value {value!r} is not a network")
-    if op in ("matches", "contains"):
+    if op in PATTERN_OPS:
         if not isinstance(value, str):
             _fail(where, f"{op} value must be a regular expression string")
         try:
-            re.compile(value)
-        except re.error as exc:
-            _fail(where, f"invalid regular expression {value!r}: {exc}")
+            rule_regex.compile_pattern(value)
+        except ValueError as exc:
+            shown = rule_regex.shown(value)
+            _fail(where, f"{op} value {shown} is not a regular expression RE2 accepts: {exc}")
 
 
 def _check_action(index: int, action: Any) -> dict[str, Any]:

@@ -128,3 +128,49 @@ def test_bodies_that_cannot_be_stored_or_returned_are_400(client, body):
     response = client.post("/v1/rules", data=body, content_type="application/json")
     assert response.status_code == 400
     assert response.json["error"]["message"]
+
+
+def with_pattern(pattern, op="matches", index=0):
+    """RULE with a pattern condition at `index` of its conditions."""
+    conditions = [{"op": "ge", "field": "memory_mb", "value": 1024}] * index
+    condition = {"op": op, "field": "inventory.system_vendor.serial_number", "value": pattern}
+    return {**RULE, "conditions": [*conditions, condition]}
+
+
+@pytest.mark.parametrize(
+    ("pattern", "why"),
+    [
+        (r"(\w)\1", "backreferences are not supported"),
+        (r"eth(?!0)", "lookahead assertions are not supported"),
+        ("a{99999999999}", "repetition count 99999999999 is over RE2's limit of 1000"),
+        ("(a{10}){200}", "nested ones multiplied, go over 1000"),
+        (r"\pL{1000}", "over RE2's memory bound"),
+        ("(", "RE2: missing ): ("),
+    ],
+)
+@pytest.mark.parametrize("op", ["matches", "contains"])
+def test_patterns_re2_refuses_are_400_naming_the_condition(client, pattern, why, op):
+    response = client.post("/v1/rules", json=with_pattern(pattern, op, index=1))
+    assert response.status_code == 400
+    message = response.json["error"]["message"]
+    assert message.startswith(
+        "Invalid rule: conditions[1] (field 'inventory.system_vendor.serial_number'): "
+        f"{op} value {pattern!r} is not a regular expression RE2 accepts: "
+    )
+    assert why in message
+    assert client.get("/v1/rules").json == {"rules": []}
+
+
+def test_a_catastrophic_pattern_for_python_is_accepted(client):
+    # RE2 runs `(a+)+$` in linear time: nothing to refuse (tests/unit/test_rule_regex.py).
+    response = client.post("/v1/rules", json=with_pattern("(a+)+$"))
+    assert response.status_code == 201, response.json
+    assert response.json["conditions"][0]["value"] == "(a+)+$"
+
+
+def test_a_long_pattern_is_quoted_cut_in_the_400(client):
+    response = client.post("/v1/rules", json=with_pattern("(" * 20_000))
+    assert response.status_code == 400
+    message = response.json["error"]["message"]
+    assert "is 20000 characters long, more than the 10000" in message
+    assert len(message) < 500

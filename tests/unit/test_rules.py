@@ -2,14 +2,16 @@
 
 import copy
 import json
+import time
 
 import pytest
 
 from inspector import conf as config
 from inspector.ironic import IronicNode
-from inspector.processing import rule_conditions, rules
+from inspector.processing import rule_conditions, rule_regex, rules
 from inspector.processing.context import ProcessingContext, ProcessingError
 from tests import fixtures
+from tests.unit.test_rule_regex import CATASTROPHIC, interrupted_after
 
 IPA = fixtures.IPA
 FOUR_NIC = fixtures.FOUR_NIC
@@ -652,3 +654,140 @@ def test_rule_set_fails_a_node_without_disks(oslo_conf):
     data["inventory"]["disks"] = []
     with pytest.raises(ProcessingError, match=r"rule no-disks failed: no disks on 1\.2\.3\.4"):
         rules.evaluate(RULE_SET, make_context(oslo_conf, data=data))
+
+
+# --- regular expressions (RE2) -------------------------------------------------------
+
+
+def test_catastrophic_pattern_evaluates_in_linear_time(oslo_conf):
+    data = {"inventory": {"system_vendor": {"serial_number": CATASTROPHIC}}}
+    started = time.monotonic()
+    with interrupted_after(5):
+        for op in ("matches", "contains"):
+            condition = {"op": op, "field": "inventory.system_vendor.serial_number"}
+            assert not holds(oslo_conf, {**condition, "value": "(a+)+$"}, data)
+    assert time.monotonic() - started < 1.0
+
+
+def test_numeric_comparison_of_a_long_run_of_digits_is_linear(oslo_conf):
+    # The number test is a regular expression too (Python's, fixed, unambiguous).
+    data = {"serial": "1" * 100_000 + "x"}
+    with interrupted_after(5):
+        assert not holds(oslo_conf, {"op": "eq", "field": "serial", "value": 5}, data)
+        assert holds(oslo_conf, {"op": "gt", "field": "serial", "value": "1"}, data)
+
+
+def test_stored_rule_with_a_pattern_re2_refuses_fails_naming_the_rule(oslo_conf):
+    # Created before RE2 was the engine, or imported from ironic-inspector. Python's `re`
+    # would take this lookahead (and the rule would match): it is never tried.
+    stored = rule(
+        [
+            {"op": "eq", "field": "memory_mb", "value": 16384},
+            {"op": "matches", "field": "inventory.cpu.architecture", "value": "(?=x86)x86_64"},
+        ],
+        description="legacy",
+    )
+    with pytest.raises(ProcessingError) as info:
+        rules.evaluate([stored], make_context(oslo_conf))
+    message = str(info.value)
+    assert message.startswith('Introspection rule "legacy" (r1) failed: condition 1 ')
+    assert "(matches on 'inventory.cpu.architecture')" in message
+    assert "lookahead assertions are not supported" in message
+
+
+def test_stored_pattern_fails_whatever_the_data(oslo_conf):
+    # The first condition is false: the refused pattern still fails the introspection.
+    stored = rule(
+        [
+            {"op": "eq", "field": "memory_mb", "value": 1},
+            {"op": "contains", "field": "inventory.bmc_address", "value": r"(\d)\1"},
+        ]
+    )
+    with pytest.raises(ProcessingError, match=r"condition 1 .*backreferences"):
+        rules.evaluate([stored], make_context(oslo_conf))
+    out_of_scope = {**stored, "scope": "elsewhere"}
+    assert rules.evaluate([out_of_scope], make_context(oslo_conf)) == []
+
+
+def test_a_text_too_long_for_its_pattern_fails_naming_rule_and_field(oslo_conf, monkeypatch):
+    monkeypatch.setattr(rule_regex, "MAX_MATCH_COST", 1000)
+    data = {"blob": "x" * 1000}
+    too_long = rule([{"op": "contains", "field": "blob", "value": "y"}], description="blob")
+    with pytest.raises(ProcessingError) as info:
+        rules.evaluate([too_long], make_context(oslo_conf, data=data))
+    assert str(info.value).startswith(
+        "Introspection rule \"blob\" (r1) failed: condition 0 (contains on 'blob'): "
+        "a text of 1000 bytes is too long for the pattern 'y'"
+    )
+
+
+# --- the time bound ------------------------------------------------------------------
+
+
+class SteppingClock:
+    """A fake clock: every reading is `step` seconds after the previous one."""
+
+    def __init__(self, step):
+        self.step = step
+        self.now = 0.0
+        self.readings = 0
+
+    def __call__(self):
+        self.readings += 1
+        self.now += self.step
+        return self.now
+
+
+def bounded_conf(seconds):
+    conf = config.load([])
+    conf.set_override("rules_evaluation_timeout", seconds, group="processing")
+    return conf
+
+
+def test_default_bound():
+    assert config.load([]).processing.rules_evaluation_timeout == 10.0
+
+
+def test_timeout_between_rules_names_the_running_rule_and_the_bound():
+    context = make_context(bounded_conf(2.5))
+    rule_set = [rule(uuid="first"), rule(uuid="second"), rule(uuid="third", description="slow")]
+    # One reading at the start, one after each action: the third action reads 3.0 s.
+    with pytest.raises(rules.RulesTimeout) as info:
+        rules.evaluate(rule_set, context, clock=SteppingClock(1.0))
+    assert str(info.value) == (
+        'Introspection rule "slow" (third) stopped: the rules ran past [processing] '
+        "rules_evaluation_timeout (2.5 s); nothing was sent to Ironic"
+    )
+    assert isinstance(info.value, ProcessingError)  # the introspection ends in error
+    assert context.changes.traits_add == {"CUSTOM_FIRST", "CUSTOM_SECOND", "CUSTOM_THIRD"}
+
+
+def test_timeout_inside_a_condition_over_many_values(oslo_conf):
+    data = {"values": list(range(100_000))}
+    many = rule([{"op": "lt", "field": "values[*]", "value": -1, "multiple": "any"}])
+    clock = SteppingClock(1.0)
+    with pytest.raises(rules.RulesTimeout, match=r"rule r1 stopped.*\(10 s\)"):
+        rules.evaluate([many], make_context(oslo_conf, data=data), clock=clock)
+    assert clock.readings == 12  # the start, the path, then ten values: not 100,000
+
+
+def test_timeout_is_not_wrapped_as_a_rule_failure(oslo_conf):
+    # A broken later condition is never reached: the bound stops the first one.
+    timed = rule(
+        [
+            {"op": "lt", "field": "values[*]", "value": -1, "multiple": "all", "invert": True},
+            {"op": "eq", "field": "a..b", "value": 1},
+        ]
+    )
+    data = {"values": list(range(100))}
+    with pytest.raises(rules.RulesTimeout) as info:
+        rules.evaluate([timed], make_context(oslo_conf, data=data), clock=SteppingClock(5.0))
+    assert "failed" not in str(info.value)
+
+
+def test_no_timeout_within_the_bound(oslo_conf):
+    data = {"values": list(range(100_000))}
+    many = rule([{"op": "lt", "field": "values[*]", "value": -1, "multiple": "any"}])
+    frozen = SteppingClock(0.0)
+    assert rules.evaluate([many], make_context(oslo_conf, data=data), clock=frozen) == []
+    assert frozen.readings > 100_000
