@@ -28,8 +28,7 @@ def fast_check(schema: dict) -> Check | None:
     """
     if not isinstance(schema, dict) or set(schema) - _FAST_KEYWORDS:
         return None
-    types = schema.get("type")
-    names = [types] if isinstance(types, str) else types
+    names = _names(schema.get("type"))
     if names is not None and not all(name in _TYPES for name in names):
         return None
     allowed = None if names is None else tuple(t for name in names for t in _TYPES[name])
@@ -42,6 +41,14 @@ def fast_check(schema: dict) -> Check | None:
     items = fast_check(schema["items"]) if "items" in schema else None
     if "items" in schema and items is None:
         return None
+    # Items with a type and nothing else (say a list of strings): their exact types
+    # looked up in C first; the predicate itself decides only when that says no.
+    item_schema = schema.get("items")
+    item_types = (
+        frozenset(t for name in _names(item_schema["type"]) for t in _TYPES[name])
+        if isinstance(item_schema, dict) and set(item_schema) == {"type"}
+        else None
+    )
 
     def check(value: Any) -> bool:
         if allowed is not None and not isinstance(value, allowed):
@@ -51,7 +58,13 @@ def fast_check(schema: dict) -> Check | None:
                 if name in value and not sub(value[name]):
                     return False
         if items is not None and isinstance(value, list):
+            if item_types is not None and all(map(item_types.__contains__, map(type, value))):
+                return True
             return all(map(items, value))
         return True
 
     return check
+
+
+def _names(types: Any) -> list[str] | None:
+    return [types] if isinstance(types, str) else types
