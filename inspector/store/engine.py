@@ -42,6 +42,17 @@ MAX_OVERFLOW = 20
 IDLE_IN_TRANSACTION_TIMEOUT_MS = 10_000
 #: Drivers that pass libpq's `options` (server settings) at connect time.
 _LIBPQ_DRIVERS = ("psycopg", "psycopg2")
+#: SQLAlchemy's names of MySQL and MariaDB (a mysql:// URL on MariaDB is "mysql").
+MYSQL_DIALECTS = ("mysql", "mariadb")
+#: The isolation level of MySQL and MariaDB sessions: PostgreSQL's default, which the
+#: store's transactions are written for. Under REPEATABLE READ, theirs, a transaction
+#: keeps reading what it saw first, and InnoDB also locks the gaps between the index
+#: records a statement searched: two transactions that write a row absent so far (the
+#: first claim of a marker) deadlock instead of one meeting the other's key.
+MYSQL_ISOLATION_LEVEL = "READ COMMITTED"
+#: MySQL's ER_LOCK_DEADLOCK: InnoDB rolled the whole transaction back to break a
+#: deadlock, and asks for it to be run again.
+MYSQL_DEADLOCK = 1213
 
 
 def default_url(state_path: str | os.PathLike[str]) -> str:
@@ -114,6 +125,8 @@ def create_autocommit_engine(engine: Engine) -> Engine:
 
 
 def _server_engine(url: URL, **options: Any) -> Engine:
+    if url.get_backend_name() in MYSQL_DIALECTS:
+        options.setdefault("isolation_level", MYSQL_ISOLATION_LEVEL)
     return sqlalchemy.create_engine(
         # No pre-ping: it doubles the round trips of every read. A connection the
         # server dropped fails once; the pool is then invalidated and the Store
@@ -151,6 +164,15 @@ def _configure_sqlite(dbapi_connection: Any, _record: Any) -> None:
         cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS:d}")
     finally:
         cursor.close()
+
+
+def is_deadlock(engine: Engine, error: exc.DBAPIError) -> bool:
+    """Whether MySQL or MariaDB rolled the transaction back to break a deadlock: nothing
+    of it was kept, it may run again."""
+    if engine.dialect.name not in MYSQL_DIALECTS:
+        return False
+    args = getattr(error.orig, "args", ())
+    return bool(args) and args[0] == MYSQL_DEADLOCK
 
 
 @contextlib.contextmanager

@@ -61,10 +61,17 @@ def set_mark(connection: Connection, name: str, holder: str, now: datetime) -> i
     return connection.execute(select(MARKERS.c.term).where(MARKERS.c.name == name)).scalar_one()
 
 
+#: Servers whose transactions read a row without locking it: `holds(lock=True)` locks it
+#: there (SQLite's one writer at a time needs no lock).
+ROW_LOCKING = ("postgresql", "mysql", "mariadb")
+
+
 def holds(connection: Connection, kind: str, term: int, *, lock: bool = False) -> bool:
-    """Whether `term` is still the singleton's current leadership term."""
+    """Whether `term` is still the singleton's current leadership term; with `lock`, the
+    leadership row stays locked until the caller's transaction ends, so that no new term
+    begins before what the caller writes under this one is committed."""
     query = select(MARKERS.c.term).where(MARKERS.c.name == leader_marker(kind))
-    if lock and connection.dialect.name == "postgresql":
+    if lock and connection.dialect.name in ROW_LOCKING:
         query = query.with_for_update()
     return connection.execute(query).scalar() == term
 

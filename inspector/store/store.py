@@ -6,6 +6,7 @@ It owns transaction boundaries and error wrapping; queries live in their own mod
 
 import contextlib
 import json
+import logging
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
@@ -36,7 +37,15 @@ from inspector.store.singletons import MarkRecord, RunRecord
 from inspector.store.snapshots import SnapshotRecord
 from inspector.store.transitions import Change
 
+LOG = logging.getLogger(__name__)
+
 Clock = Callable[[], datetime]
+
+#: Runs of a transaction that MySQL or MariaDB rolled back to break a deadlock: two
+#: transactions that each wait on rows the other holds (on a small table InnoDB scans
+#: it to delete one node's attributes, and waits on rows another node's transaction
+#: wrote); InnoDB ends one, the other goes on.
+DEADLOCK_ATTEMPTS = 3
 
 
 def utcnow() -> datetime:
@@ -208,7 +217,8 @@ class Store:
                 return self._swap(change, previous)
             return self._create(change)
         now = self.clock()
-        with engines.translate_errors(self.engine), self.engine.begin() as connection:
+
+        def write(connection):
             node = transitions.apply(connection, change, previous, now)
             if kind is not None:
                 outbox.record(
@@ -220,6 +230,8 @@ class Store:
                     now=now,
                 )
             return node
+
+        return self._transaction(write)
 
     def _create(self, change: Change) -> NodeRecord:
         """PostgreSQL: the new node and its request row in one statement."""
@@ -393,8 +405,21 @@ class Store:
     # -- leader-elected singletons ------------------------------------------------------
 
     def _write(self, query, *args, **kwargs):
-        with engines.translate_errors(self.engine), self.engine.begin() as connection:
-            return query(connection, *args, **kwargs)
+        return self._transaction(lambda connection: query(connection, *args, **kwargs))
+
+    def _transaction(self, work):
+        """work(connection) in a transaction, committed; run again when MySQL or MariaDB
+        ended it to break a deadlock (it was rolled back: nothing of it was kept)."""
+        with engines.translate_errors(self.engine):
+            for attempt in range(1, DEADLOCK_ATTEMPTS + 1):
+                try:
+                    with self.engine.begin() as connection:
+                        return work(connection)
+                except DBAPIError as error:
+                    if attempt == DEADLOCK_ATTEMPTS or not engines.is_deadlock(self.engine, error):
+                        raise
+                    LOG.info("Database deadlock: the transaction runs again (%s)", error.orig)
+        raise AssertionError("unreachable")
 
     def claim_leadership(self, kind: str, holder: str) -> int:
         """A new leadership term for `kind`, fencing off every earlier one."""

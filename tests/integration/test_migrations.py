@@ -1,8 +1,11 @@
 """Migrations build exactly the models' schema, on SQLite, PostgreSQL and MariaDB.
 
-Also the compare-and-swap against both servers, including a writer blocked on the row.
+Also the compare-and-swap against both servers, including a writer blocked on the row,
+their isolation (READ COMMITTED on both), the leadership row locked while a run is
+recorded, first claims of a marker, and MariaDB's deadlocks.
 """
 
+import collections
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -11,12 +14,12 @@ from datetime import datetime
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Boolean, inspect, text
+from sqlalchemy import Boolean, inspect, select, text, update
 from sqlalchemy.orm import Session
 
 from inspector import errors
-from inspector.store import Store, create_engine, default_url, nodes, schema, utcnow
-from inspector.store.models import metadata
+from inspector.store import Store, create_engine, default_url, nodes, schema, singletons, utcnow
+from inspector.store.models import Node, metadata
 
 NODE = "1be26c0b-03f2-4d2e-ae87-c02d7f33c123"
 OTHER = "2be26c0b-03f2-4d2e-ae87-c02d7f33c124"
@@ -235,3 +238,90 @@ def test_create_writes_the_node_and_its_request_atomically(store):
         store.apply(Change(OTHER, None, "r1", "inspect", None, "starting"))
     with pytest.raises(errors.NotFound):
         store.get_node(OTHER)
+
+
+def test_a_transaction_reads_what_others_committed_since_it_began(store):
+    # READ COMMITTED, PostgreSQL's default and what the store's transactions are written
+    # for; MariaDB's own default (REPEATABLE READ) would answer "waiting" twice.
+    store.create_node(NODE, "waiting")
+    state = select(Node.state).where(Node.uuid == NODE)
+    with store.session() as session:
+        before = session.execute(state).scalar_one()
+        store.set_state(NODE, 1, "processing")  # another connection, committed
+        after = session.execute(state).scalar_one()
+    assert (before, after) == ("waiting", "processing")
+
+
+def test_a_new_leadership_term_waits_for_a_run_recorded_under_the_last(store):
+    term = store.claim_leadership("periodic", "old-leader")
+    done = threading.Event()
+
+    def claim() -> int:
+        try:
+            return store.claim_leadership("periodic", "new-leader")
+        finally:
+            done.set()
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        with store.engine.begin() as connection:
+            run_id = singletons.start_run(
+                connection, "periodic", "sync", holder="old-leader", term=term, now=utcnow()
+            )
+            assert run_id is not None
+            claimed = pool.submit(claim)
+            # The run's transaction holds the leadership row: the new term waits for it.
+            _wait_for_lock_waiter(store, done)
+        assert claimed.result(timeout=DEADLINE) == term + 1
+    assert [(run.id, run.term) for run in store.task_runs("sync")] == [(run_id, term)]
+    assert store.leadership("periodic").holder == "new-leader"
+
+
+def test_first_claims_of_a_marker_meet_on_its_key(store):
+    # Several processes claim a leadership nobody held yet: each gets a term of its own
+    # or is refused (Conflict, the key is taken), never a database error (a deadlock on
+    # the gap where the row was missing, under REPEATABLE READ).
+    claimants, rounds = 4, 10
+    together = threading.Barrier(claimants, timeout=DEADLINE)
+
+    def claim(kind: str, holder: str) -> int | None:
+        together.wait()
+        try:
+            return store.claim_leadership(kind, holder)
+        except errors.Conflict:
+            return None
+
+    with ThreadPoolExecutor(max_workers=claimants) as pool:
+        for kind in (f"fresh-{n}" for n in range(rounds)):
+            holders = [f"worker-{n}" for n in range(claimants)]
+            terms = list(pool.map(claim, [kind] * claimants, holders))
+            granted = sorted(term for term in terms if term is not None)
+            assert granted == list(range(1, len(granted) + 1)), (kind, terms)
+            assert store.leadership(kind).term == granted[-1]
+
+
+@pytest.mark.mysql
+@pytest.mark.integration
+def test_a_transaction_ended_by_a_deadlock_runs_again_on_mariadb(mysql_store):
+    store = mysql_store
+    store.create_node(NODE, "waiting")
+    store.create_node(OTHER, "waiting")
+    each_holds_one = threading.Barrier(2, timeout=DEADLINE)
+    runs: collections.Counter[str] = collections.Counter()
+    table = Node.__table__
+
+    def cross(connection, first: str, second: str) -> int:
+        runs[first] += 1
+        connection.execute(update(table).where(table.c.uuid == first).values(error=first))
+        if runs[first] == 1:
+            each_holds_one.wait()  # then each asks for the row the other holds
+        connection.execute(update(table).where(table.c.uuid == second).values(error=first))
+        return runs[first]
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        writes = [pool.submit(store._write, cross, NODE, OTHER)]
+        writes.append(pool.submit(store._write, cross, OTHER, NODE))
+        attempts = sorted(write.result(timeout=DEADLINE) for write in writes)
+    # InnoDB ended one of them; it ran again once the other had committed.
+    assert attempts == [1, 2]
+    errors_written = {store.get_node(NODE).error, store.get_node(OTHER).error}
+    assert len(errors_written) == 1  # the one that ran last wrote both rows
