@@ -13,7 +13,7 @@ import uuid
 from oslo_config import cfg
 
 from inspector import conf as config
-from inspector import store
+from inspector import redaction, store
 from inspector.broker import channels
 from inspector.broker.queue import WorkQueue
 from inspector.cmd import collectors
@@ -57,6 +57,7 @@ def _load(argv) -> cfg.ConfigOpts:
     conf = config.load(argv)
     # oslo.messaging talks a lot at INFO; the command prints what matters.
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    redaction.install()
     return conf
 
 
