@@ -25,6 +25,12 @@ from inspector.store import engine as engines
 MIGRATIONS = pathlib.Path(__file__).parent / "migrations"
 #: pg_advisory_xact_lock key: concurrent `inspector db upgrade` run one at a time.
 PG_MIGRATION_LOCK = 0x1A5BEC70
+#: MySQL's and MariaDB's named lock (GET_LOCK, one per server) for the same: held by the
+#: session, so until the upgrade's connection is closed.
+MYSQL_MIGRATION_LOCK = "inspector-db-upgrade"
+#: Seconds an upgrade waits for that lock: a year, as PostgreSQL's waits without end
+#: (MariaDB refuses MySQL's -1).
+MYSQL_MIGRATION_LOCK_TIMEOUT = 365 * 24 * 3600
 
 EXPAND = "expand"
 CONTRACT = "contract"
@@ -122,13 +128,28 @@ def upgrade(url: str, phase: str | None = None) -> tuple[str | None, str]:
                     text("SELECT pg_advisory_xact_lock(:key)"),
                     {"key": PG_MIGRATION_LOCK},
                 )
+            elif connection.dialect.name in engines.MYSQL_DIALECTS:
+                _lock_mysql(connection)
             old = _current(connection)
             stop = target(old, phase)
             if stop != old:
                 command.upgrade(_config(connection), stop)
             new = _current(connection)
     finally:
-        engine.dispose()
+        engine.dispose()  # closes the connection: MySQL's named lock goes with it
     if new is None:
         raise errors.InspectorError(f"upgrade of {engines.describe(url)} left no revision")
     return old, new
+
+
+def _lock_mysql(connection: Connection) -> None:
+    """Wait for MYSQL_MIGRATION_LOCK. MySQL commits each DDL statement on its own: two
+    upgrades at once would both create the tables, and fail half-way."""
+    got = connection.execute(
+        text("SELECT GET_LOCK(:name, :timeout)"),
+        {"name": MYSQL_MIGRATION_LOCK, "timeout": MYSQL_MIGRATION_LOCK_TIMEOUT},
+    ).scalar()
+    if got != 1:
+        raise errors.InspectorError(
+            f"could not take the lock {MYSQL_MIGRATION_LOCK!r} for the upgrade (GET_LOCK: {got})"
+        )

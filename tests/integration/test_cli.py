@@ -13,7 +13,11 @@ import urllib.error
 import urllib.request
 
 import pytest
+import sqlalchemy
+from sqlalchemy.engine import make_url
+from sqlalchemy.pool import NullPool
 
+from inspector.store import schema
 from tests.conftest import service_unavailable
 
 pytestmark = pytest.mark.integration
@@ -153,6 +157,54 @@ def test_db_upgrade_then_version(config_file):
     after = run(["db", "version", "--config-file", str(path)])
     assert after.returncode == 0
     assert after.stdout.strip().endswith("(head)")
+
+
+#: Another `inspector db upgrade` in progress, per server: the SQL that takes its lock,
+#: the SQL that releases it, and the SQL that counts the sessions waiting for it.
+UPGRADE_LOCKS = {
+    "postgresql": (
+        f"SELECT pg_advisory_lock({schema.PG_MIGRATION_LOCK})",
+        f"SELECT pg_advisory_unlock({schema.PG_MIGRATION_LOCK})",
+        "SELECT count(*) FROM pg_stat_activity "
+        "WHERE datname = current_database() AND wait_event = 'advisory'",
+    ),
+    "mysql": (
+        f"SELECT GET_LOCK('{schema.MYSQL_MIGRATION_LOCK}', 0)",
+        f"SELECT RELEASE_LOCK('{schema.MYSQL_MIGRATION_LOCK}')",
+        "SELECT count(*) FROM information_schema.processlist "
+        "WHERE db = DATABASE() AND state = 'User lock'",
+    ),
+}
+
+
+def test_db_upgrade_on_a_server_waits_for_another_one(tmp_path, server_url):
+    # MySQL commits each DDL statement: two upgrades at once would fail half-way.
+    path = tmp_path / "inspector.conf"
+    path.write_text(
+        f"[DEFAULT]\nstate_path = {tmp_path / 'state'}\n[database]\nconnection = {server_url}\n"
+    )
+    before = run(["db", "version", "--config-file", str(path)])
+    assert before.returncode == 1 and "no schema" in before.stdout, before.stderr
+    take, release, waiting = UPGRADE_LOCKS[make_url(server_url).get_backend_name()]
+    other = sqlalchemy.create_engine(server_url, poolclass=NullPool, isolation_level="AUTOCOMMIT")
+    log = tmp_path / "upgrade.log"
+    try:
+        with other.connect() as connection:
+            connection.exec_driver_sql(take)
+            with running(["db", "upgrade", "--config-file", str(path)], log) as upgrade:
+                wait_for(
+                    lambda: (
+                        upgrade.poll() is not None or connection.exec_driver_sql(waiting).scalar()
+                    )
+                )
+                assert upgrade.poll() is None, f"did not wait for the lock:\n{log.read_text()}"
+                connection.exec_driver_sql(release)
+                assert upgrade.wait(timeout=60) == 0, log.read_text()
+    finally:
+        other.dispose()
+    assert "upgraded from empty to" in log.read_text()
+    after = run(["db", "version", "--config-file", str(path)])
+    assert after.returncode == 0 and after.stdout.strip().endswith("(head)"), after.stderr
 
 
 def test_unknown_subcommand_is_a_usage_error():
