@@ -153,6 +153,10 @@ def compile_pattern(pattern: str) -> RulePattern:
     if problem is not None:
         raise ValueError(problem)
     try:
+        pattern.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("it holds a lone surrogate, which UTF-8 cannot carry") from None
+    try:
         regexp = re2.compile(pattern, _options())
     except re2.error as exc:
         raw = exc.args[0] if exc.args else ""

@@ -62,6 +62,7 @@ def test_catastrophic_pattern_is_accepted_and_runs_in_linear_time():
         ("[a", "RE2: missing ]"),
         ("*a", "RE2: no argument for repetition operator"),
         ("x" * 10_001, "more than the 10000 a rule's pattern may have"),
+        ("a\ud800", "lone surrogate"),
     ],
 )
 def test_refused_patterns_say_why(pattern, fragment):
