@@ -2,10 +2,14 @@
 right after the answer shows it) and enqueues the request for a worker to do its task.
 
 A refused transition is answered honestly: 409 when the node is busy in an active state,
-400 when the request makes no sense in its state.
+400 when the request makes no sense in its state. A request sent again (the same request
+id: HAProxy's retry after the back end of the first attempt died) that already took
+effect is answered as its first attempt was, and takes effect only once (`arrive`).
 """
 
+import dataclasses
 import logging
+from datetime import timedelta
 
 from inspector import errors
 from inspector.api.context import Services
@@ -18,12 +22,78 @@ LOG = logging.getLogger(__name__)
 
 _VERBS = {Event.INSPECT: "start introspection of", Event.ABORT: "abort", Event.REAPPLY: "reapply"}
 
+#: How long after its first attempt a request sent again is still that request: HAProxy
+#: re-sends within its timeouts (`timeout server` times `retries`), a client that keeps
+#: its request id within its own. An older record of the id is another request's (a
+#: client reusing ids): the request is then recorded under a new id.
+REPLAY_WINDOW = timedelta(minutes=10)
+#: The follow-up id suffix of the `error` that fails a node whose request could not be
+#: enqueued (the first attempt was answered 503: so is the request sent again).
+UNQUEUED = "unqueued"
+
+
+@dataclasses.dataclass(frozen=True)
+class Arrival:
+    """A request that would change a node, as it arrives: the node as read (None: no
+    introspection), the id to record the event under (None: a new one), and whether it
+    is a request sent again whose first attempt already took effect."""
+
+    node: NodeRecord | None
+    request_id: str | None
+    replayed: bool = False
+
 
 def load(svc: Services, node_uuid: str) -> NodeRecord | None:
     try:
         return svc.store.get_node(node_uuid)
     except errors.NotFound:
         return None
+
+
+def arrive(svc: Services, node_uuid: str, event: Event, request_id: str | None) -> Arrival:
+    """The node, and what became of the request `request_id` names (the proxy's or the
+    client's, see request_ids; None: the request has none), in one round trip.
+
+    Replayed when that very request already recorded `event` on this node within
+    REPLAY_WINDOW: the caller answers as the first attempt did, without doing anything
+    again (503 again if the first attempt could not enqueue it; enqueued again, same id,
+    if it still waits for its worker, in case the first attempt died before enqueuing).
+    An id recorded for anything else is not reused: the event gets a new one."""
+    if request_id is None:
+        return Arrival(load(svc, node_uuid), None)
+    node, seen = svc.store.load(node_uuid, request_id)
+    if seen is None:
+        return Arrival(node, request_id)
+    if (
+        seen.node_uuid != node_uuid
+        or seen.event != event
+        or svc.store.clock() - seen.applied_at > REPLAY_WINDOW
+    ):
+        LOG.info(
+            "[node %s] request id %s names an earlier request (%s of node %s): %s gets a new id",
+            node_uuid,
+            request_id,
+            seen.event,
+            seen.node_uuid,
+            event,
+        )
+        return Arrival(node, None)
+    request = Request(node_uuid=node_uuid, event=event, request_id=request_id)
+    unqueued = svc.store.find_request(request.follow_up(UNQUEUED).request_id)
+    if unqueued is not None:
+        raise errors.ServiceUnavailable(unqueued.reason or "The work queue was unavailable")
+    if node is not None and seen.status in requests.UNFINISHED and node.version == seen.version:
+        # Nothing moved the node since: its worker may never have got the request (a
+        # duplicate is consumed by request id, see worker.handler).
+        _enqueue(svc, request, node)
+    LOG.info(
+        "[node %s req %s] %s sent again: it took effect already (%s), answered as then",
+        node_uuid,
+        request_id,
+        event,
+        seen.status,
+    )
+    return Arrival(node, request_id, replayed=True)
 
 
 def check(svc: Services, node_uuid: str, node: NodeRecord | None, event: Event) -> Transition:
@@ -47,16 +117,22 @@ def record(
     node: NodeRecord | None,
     event: Event,
     *,
+    request_id: str | None = None,
     reason: str | None = None,
     manage_boot: bool | None = None,
     data: dict | None = None,
     snapshot: dict | None = None,
-) -> NodeRecord:
-    """Commit `event`'s transition (compare-and-swap), store `data` as the node's raw
-    data and `snapshot` as the Ironic node just read (so that the worker need not read
-    it again) if given, and enqueue the request for a worker."""
+) -> NodeRecord | None:
+    """Commit `event`'s transition (compare-and-swap) as the request `request_id` (None:
+    a new id; else as `arrive` gave it), store `data` as the node's raw data and
+    `snapshot` as the Ironic node just read (so that the worker need not read it again)
+    if given, and enqueue the request for a worker. The node as committed (as read, when
+    another attempt of the same request committed it meanwhile)."""
     transition = check(svc, node_uuid, node, event)
-    request = Request(node_uuid=node_uuid, event=event)
+    if request_id is None:
+        request = Request(node_uuid=node_uuid, event=event)
+    else:
+        request = Request(node_uuid=node_uuid, event=event, request_id=request_id)
     change = change_for(
         transition,
         node_uuid,
@@ -70,6 +146,10 @@ def record(
     try:
         committed = svc.store.apply(change, node)
     except (errors.NodeBusy, errors.Conflict) as exc:
+        if request_id is not None:
+            arrival = arrive(svc, node_uuid, event, request_id)
+            if arrival.replayed:  # its other attempt, at the same time
+                return arrival.node
         raise errors.Conflict(f"Node {node_uuid} changed meanwhile, try again: {exc}") from exc
     if data is not None:
         svc.store.store_data(node_uuid, data, processed=False)
@@ -99,7 +179,7 @@ def _enqueue(svc: Services, request: Request, node: NodeRecord) -> None:
                 failed,
                 node.uuid,
                 node,
-                request.follow_up(Event.ERROR).request_id,
+                request.follow_up(UNQUEUED).request_id,
                 svc.store.clock(),
                 status=requests.DONE,
                 reason=f"The work queue is unavailable: {exc.message}",

@@ -5,10 +5,11 @@ import dataclasses
 import flask
 
 from inspector import errors
-from inspector.api import intents, links, params, schemas, status, versions
+from inspector.api import intents, links, params, request_ids, schemas, status, versions
 from inspector.api.context import services
 from inspector.ironic.client import RESERVED_NODE_PATHS
 from inspector.machine import Event
+from inspector.processing import payload
 
 blueprint = flask.Blueprint("introspection", __name__)
 
@@ -32,10 +33,20 @@ def resolve(ident: str) -> str:
 
 
 def stored(node_uuid: str):
-    node = intents.load(services(), node_uuid)
+    return existing(node_uuid, intents.load(services(), node_uuid))
+
+
+def existing(node_uuid: str, node):
+    """The node as read; 404 when it has no introspection (None)."""
     if node is None:
         raise errors.NotFound(f"Introspection for node {node_uuid} was not found")
     return node
+
+
+def arrive(node_uuid: str, event: Event) -> intents.Arrival:
+    """The node, and the request's own id (X-Request-ID, X-OpenStack-Request-ID) unless
+    this request is one sent again that took effect already (`replayed`)."""
+    return intents.arrive(services(), node_uuid, event, request_ids.incoming(flask.request.headers))
 
 
 def _check_provision_state(node) -> None:
@@ -58,13 +69,16 @@ def start(node_id: str):
     schemas.validate(params.json_object(required=False) or {}, schemas.START, "request")
     svc = services()
     ironic_node = svc.ironic.get_node(params.node_ident(node_id))
+    arrival = arrive(ironic_node.uuid, Event.INSPECT)
+    if arrival.replayed:  # started by this very request: its first attempt's answer
+        return {}, 202
     _check_provision_state(ironic_node)
-    node = intents.load(svc, ironic_node.uuid)
     intents.record(
         svc,
         ironic_node.uuid,
-        node,
+        arrival.node,
         Event.INSPECT,
+        request_id=arrival.request_id,
         manage_boot=manage_boot,
         snapshot=dataclasses.asdict(ironic_node),
     )
@@ -95,7 +109,10 @@ def abort(node_id: str):
     authorize("introspection:abort")
     params.only()
     node_uuid = resolve(node_id)
-    intents.record(services(), node_uuid, stored(node_uuid), Event.ABORT)
+    arrival = arrive(node_uuid, Event.ABORT)
+    if not arrival.replayed:  # else aborted by this very request: answered as then
+        node = existing(node_uuid, arrival.node)
+        intents.record(services(), node_uuid, node, Event.ABORT, request_id=arrival.request_id)
     return {}, 202
 
 
@@ -133,12 +150,18 @@ def reapply(node_id: str):
     if body is not None:
         versions.require((1, 15), "reapply with a body")
         schemas.validate(body, schemas.REAPPLY, "introspection data")
+        problem = payload.refusal(body, svc.conf.limits)  # as /v1/continue's
+        if problem is not None:
+            raise errors.BadRequest(problem)
     node_uuid = resolve(node_id)
-    node = stored(node_uuid)
+    arrival = arrive(node_uuid, Event.REAPPLY)
+    if arrival.replayed:  # reapplied by this very request: answered as then
+        return {}, 202
+    node = existing(node_uuid, arrival.node)
     intents.check(svc, node_uuid, node, Event.REAPPLY)
     if body is not None:
         svc.store.store_data(node_uuid, body, processed=False)
     elif svc.store.get_data(node_uuid, processed=False) is None:
         raise errors.BadRequest(f"No unprocessed introspection data stored for node {node_uuid}")
-    intents.record(svc, node_uuid, node, Event.REAPPLY)
+    intents.record(svc, node_uuid, node, Event.REAPPLY, request_id=arrival.request_id)
     return {}, 202
