@@ -83,11 +83,12 @@ def start_run(
     the leadership row locked): its id, or None when fenced off."""
     if not holds(connection, kind, term, lock=True):
         return None
-    return connection.execute(
-        insert(RUNS)
-        .values(task=task, holder=holder, term=term, started_at=now)
-        .returning(RUNS.c.id)
-    ).scalar_one()
+    # The new id as each dialect gets it: RETURNING where the server has it (PostgreSQL,
+    # SQLite, MariaDB), the connection's last insert id on MySQL, which has none.
+    result = connection.execute(
+        insert(RUNS).values(task=task, holder=holder, term=term, started_at=now)
+    )
+    return result.inserted_primary_key[0]
 
 
 def finish_run(connection: Connection, run_id: int, now: datetime, outcome: str) -> None:

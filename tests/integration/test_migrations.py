@@ -14,7 +14,7 @@ from datetime import datetime
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Boolean, inspect, select, text, update
+from sqlalchemy import Boolean, event, inspect, select, text, update
 from sqlalchemy.orm import Session
 
 from inspector import errors
@@ -274,6 +274,31 @@ def test_a_new_leadership_term_waits_for_a_run_recorded_under_the_last(store):
         assert claimed.result(timeout=DEADLINE) == term + 1
     assert [(run.id, run.term) for run in store.task_runs("sync")] == [(run_id, term)]
     assert store.leadership("periodic").holder == "new-leader"
+
+
+@pytest.mark.mysql
+@pytest.mark.integration
+def test_a_run_is_recorded_where_insert_has_no_returning(mysql_store, monkeypatch):
+    # MySQL has no INSERT ... RETURNING (MariaDB has since 10.5): as MySQL's dialect
+    # says, and with the statements MariaDB runs seen (MySQL would refuse RETURNING).
+    engine = mysql_store.engine
+    monkeypatch.setattr(engine.dialect, "insert_returning", False)
+    inserts: list[str] = []
+
+    def seen(_connection, _cursor, statement, *_args) -> None:
+        if statement.startswith("INSERT INTO task_runs"):
+            inserts.append(statement)
+
+    event.listen(engine, "before_cursor_execute", seen)
+    try:
+        term = mysql_store.claim_leadership("periodic", "leader")
+        first = mysql_store.start_run("periodic", "sync", "leader", term)
+        second = mysql_store.start_run("periodic", "sync", "leader", term)
+    finally:
+        event.remove(engine, "before_cursor_execute", seen)
+    assert len(inserts) == 2 and not any("RETURNING" in insert for insert in inserts), inserts
+    runs = mysql_store.task_runs("sync")
+    assert [run.id for run in runs] == [first, second] and first < second
 
 
 def test_first_claims_of_a_marker_meet_on_its_key(store):
