@@ -1,10 +1,14 @@
-"""Error mapping: the one place where exceptions become HTTP answers ({"error": {"message"}})."""
+"""Error mapping: the one place where exceptions become HTTP answers ({"error": {"message"}}).
+
+Our own errors answered with a 5xx are logged as one line; unexpected exceptions with
+their stack."""
 
 import logging
 
 import flask
 from werkzeug import exceptions as http
 
+from inspector import redaction
 from inspector.errors import InspectorError
 
 LOG = logging.getLogger(__name__)
@@ -19,8 +23,14 @@ def error_response(message: str, status: int) -> flask.Response:
 
 
 def _on_inspector_error(exc: InspectorError) -> flask.Response:
-    if exc.http_status >= 500:
-        LOG.error("Request %s %s failed: %s", flask.request.method, flask.request.path, exc)
+    if exc.http_status >= 500:  # our own error: one line (a stack with debug on)
+        LOG.error(
+            "Request %s %s failed: %s",
+            flask.request.method,
+            flask.request.path,
+            redaction.shorten(exc.message),
+            exc_info=LOG.isEnabledFor(logging.DEBUG),
+        )
     return error_response(exc.message, exc.http_status)
 
 

@@ -10,8 +10,9 @@ import threading
 import time
 from datetime import UTC, datetime
 
+from inspector import redaction
 from inspector.coordination.election import Fenced, Leadership
-from inspector.errors import ServiceUnavailable
+from inspector.errors import InspectorError, ServiceUnavailable
 from inspector.lifecycle import Outages
 from inspector.periodic.tasks import PeriodicTask
 from inspector.store import Store
@@ -78,6 +79,14 @@ class Runner:
                 self._finish(run_id, leadership, f"stopped: {exc.message}")
                 raise
             LOG.error("Periodic task %s failed: %s", task.name, exc.message)
+            outcome = f"failed: {exc.message}"
+        except InspectorError as exc:  # our own error: one line (a stack with debug on)
+            LOG.error(
+                "Periodic task %s failed: %s",
+                task.name,
+                redaction.shorten(exc.message),
+                exc_info=LOG.isEnabledFor(logging.DEBUG),
+            )
             outcome = f"failed: {exc.message}"
         except Exception as exc:
             LOG.exception("Periodic task %s failed", task.name)

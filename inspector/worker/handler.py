@@ -17,7 +17,7 @@ from collections.abc import Callable
 from datetime import UTC
 from typing import Protocol
 
-from inspector import errors
+from inspector import errors, redaction
 from inspector.broker.message import DELETE, EXPIRE, Request
 from inspector.coordination import Coordinator
 from inspector.machine import FINAL_STATES, STRICT_EVENTS, Event, Machine, State, Transition
@@ -232,8 +232,17 @@ class Handler:
                 # say the task is known unfinished so even a strict event may rerun it.
                 self._interrupted(request)
                 raise
-            message = exc.message if isinstance(exc, errors.InspectorError) else str(exc)
-            self._log(request, logging.ERROR, "task failed: %s", message, exc_info=True)
+            # Our own errors (a processing error, Ironic's refusal, a lookup failure) are
+            # one line; a stack only for a bug, or for anything with debug on.
+            expected = isinstance(exc, errors.InspectorError)
+            message = exc.message if expected else str(exc)
+            self._log(
+                request,
+                logging.ERROR,
+                "task failed: %s",
+                redaction.shorten(message),
+                exc_info=not expected or LOG.isEnabledFor(logging.DEBUG),
+            )
             self._fail(node, request, f"{transition.target} failed: {message}")
             follow_ups = []
             succeeded = False

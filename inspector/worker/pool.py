@@ -8,7 +8,7 @@ import logging
 import threading
 from typing import Protocol
 
-from inspector import errors
+from inspector import errors, redaction
 from inspector.lifecycle import Lifecycle, Outages
 from inspector.worker.handler import Delivery, Handler, backoff
 
@@ -105,10 +105,21 @@ class Pool:
             # Store or DLM trouble (or a bug) mid-step: nothing was acknowledged, so the
             # request is retried; a committed state change is recognised next time, and
             # a request that keeps failing is dead-lettered after the maximum attempts.
-            if isinstance(exc, errors.InspectorError):
-                LOG.warning("Request not applied (%s): retrying later", exc.message)
+            request = delivery.request
+            where = (
+                ""
+                if request is None
+                else f"[node {request.node_uuid} req {request.request_id} {request.event}] "
+            )
+            if isinstance(exc, errors.InspectorError):  # one line; a stack with debug on
+                LOG.warning(
+                    "%sRequest not applied (%s): retrying later",
+                    where,
+                    redaction.shorten(exc.message),
+                    exc_info=LOG.isEnabledFor(logging.DEBUG),
+                )
             else:
-                LOG.exception("Request not applied: retrying later")
-            attempt = delivery.request.attempt if delivery.request else 0
+                LOG.exception("%sRequest not applied: retrying later", where)
+            attempt = request.attempt if request else 0
             delivery.retry(backoff(attempt))
         return True
