@@ -294,9 +294,12 @@ defaults
     log global
     option httplog
     option dontlog-normal
-    # A back end that refuses the connection (stopped, restarting) is retried on another.
-    option redispatch
+    # A request whose back end failed (refused, closed without answer, silent) is sent
+    # again to another one; see etc/inspector/haproxy.cfg for what and why.
+    retry-on conn-failure empty-response response-timeout
+    option http-buffer-request
     retries 3
+    option redispatch 1
     timeout connect 2s
     timeout http-request 30s
     timeout client 60s
@@ -307,6 +310,11 @@ defaults
 frontend inspector
     bind 127.0.0.1:{port}
     option forwardfor
+    # The request's id, the same on its retries: the API answers a start sent again as
+    # the first attempt was.
+    unique-id-format %[uuid()]
+    http-request set-header X-Request-ID %[unique-id]
+    http-request capture unique-id len 36
     http-request set-header X-Forwarded-Proto http
     http-request set-header X-Forwarded-Port %[dst_port]
     http-request del-header X-Forwarded-Host
@@ -318,6 +326,9 @@ backend inspector_api
     option httpchk GET /healthcheck
     http-check expect status 200
     default-server inter 500ms fall 2 rise 1
+    # Not safe to send again: creating a rule, deleting.
+    http-request disable-l7-retry if METH_POST {{ path_beg /v1/rules }}
+    http-request disable-l7-retry if METH_DELETE
 {servers}
 """
 

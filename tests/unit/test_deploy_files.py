@@ -8,6 +8,7 @@ the sudo rule is compared with the commands the firewall drivers really run.
 
 import dataclasses
 import importlib
+import importlib.util
 import ipaddress
 import itertools
 import os
@@ -444,6 +445,41 @@ def test_ipxe_script_calls_back_through_the_load_balancer():
     # The floating IP HAProxy binds on the provisioning network.
     address = callback[1].split("//", 1)[1].split("/", 1)[0]
     assert f"bind {address}" in (ETC / "haproxy.cfg").read_text()
+
+
+#: The lines that make a request whose back end died answered by another, with one id
+#: on all its attempts (docs/api.md, "Behind a load balancer").
+RETRY_LINES = re.compile(
+    r"^\s+((?:retry-on|retries|option redispatch|option http-buffer-request|unique-id-format"
+    r"|http-request (?:set-header X-Request-ID|capture unique-id|disable-l7-retry))\b.*)$",
+    re.M,
+)
+
+
+def cluster_haproxy_cfg() -> str:
+    """The HAProxy configuration scripts/cluster.py writes, for one server."""
+    spec = importlib.util.spec_from_file_location("cluster_script", ROOT / "scripts" / "cluster.py")
+    module = importlib.util.module_from_spec(spec)
+    previous, sys.dont_write_bytecode = sys.dont_write_bytecode, True
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.dont_write_bytecode = previous
+    server = "    server api-1 127.0.0.1:5051 check"
+    return module.HAPROXY_CONFIG.format(socket="/run/haproxy.sock", port=5050, servers=server)
+
+
+def test_haproxy_cfg_retries_what_a_dead_back_end_dropped(tmp_path):
+    shipped = RETRY_LINES.findall((ETC / "haproxy.cfg").read_text())
+    assert "retry-on conn-failure empty-response response-timeout" in shipped
+    assert "http-request set-header X-Request-ID %[unique-id]" in shipped
+    assert "option http-buffer-request" in shipped  # else a POST's body may not be retried
+    assert "http-request disable-l7-retry if METH_POST { path_beg /v1/rules }" in shipped
+    # The local cluster's HAProxy (scripts/cluster.py) does the same.
+    cluster = tmp_path / "haproxy.cfg"
+    cluster.write_text(cluster_haproxy_cfg())
+    assert sorted(RETRY_LINES.findall(cluster.read_text())) == sorted(shipped)
+    haproxy_check(cluster)
 
 
 def test_haproxy_cfg_checks_health():
