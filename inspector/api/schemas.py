@@ -7,6 +7,7 @@ from typing import Any
 import jsonschema
 from jsonschema import validators
 
+from inspector import redaction
 from inspector.errors import BadRequest
 from inspector.fastschema import fast_check
 from inspector.processing import payload
@@ -76,4 +77,22 @@ def validate(body: Any, schema: dict, what: str) -> Any:
     if error is None:
         return body
     where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
-    raise BadRequest(f"Invalid {what}: {('body' + where) if where else 'body'}: {error.message}")
+    raise BadRequest(f"Invalid {what}: {('body' + where) if where else 'body'}: {_problem(error)}")
+
+
+#: Characters of a refused value that a 400 may quote; a longer one is named by its type.
+MAX_QUOTED_VALUE = 40
+
+
+def _problem(error: jsonschema.ValidationError) -> str:
+    """jsonschema's words for the error (a 400's message may reach a log), the refused
+    value named instead of quoted when it is long or under a credential's key, masked
+    and cut to redaction.MAX_QUOTED characters."""
+    text, quoted, value = error.message, repr(error.instance), error.instance
+    secret = any(isinstance(p, str) and redaction.is_secret_key(p) for p in error.absolute_path)
+    if (len(quoted) > MAX_QUOTED_VALUE or secret) and quoted in text:
+        kinds = ((str, "a string"), (dict, "an object"), (list, "a list"))
+        kind = next((name for cls, name in kinds if isinstance(value, cls)), None)
+        named = f"{kind} of length {len(value)}" if kind else f"a {type(value).__name__}"
+        text = text.replace(quoted, named)
+    return redaction.shorten(text)

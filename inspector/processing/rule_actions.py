@@ -43,6 +43,16 @@ class _ItemFormatter(string.Formatter):
             value = _item(value, key, field_name)
         return value, name
 
+    def parse(self, format_string: str) -> Any:
+        # A format spec is the rule's own text, never data: `{data[x]:{data}}` would
+        # expand the data into the spec, and an error about the spec would quote it.
+        for literal, field_name, format_spec, conversion in super().parse(format_string):
+            if format_spec and "{" in format_spec:
+                raise ProcessingError(
+                    f"{{{field_name}}}: a format spec cannot hold a replacement field"
+                )
+            yield literal, field_name, format_spec, conversion
+
     def format_field(self, value: Any, format_spec: str) -> Any:
         if any(int(number) > MAX_FORMAT_WIDTH for number in re.findall(r"\d+", format_spec)):
             raise ProcessingError(f"format spec {format_spec!r} is too wide")

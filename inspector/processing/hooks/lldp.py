@@ -97,11 +97,16 @@ def parse(tlvs: Any) -> Values:
     """[[type, hex], ...] -> {name: value}. A TLV that cannot be parsed is logged and
     skipped; for single-valued names the first TLV wins."""
     values: Values = {}
-    for item in tlvs if isinstance(tlvs, list) else ():
+    for index, item in enumerate(tlvs if isinstance(tlvs, list) else ()):
         try:
             tlv_type, raw = int(item[0]), binascii.unhexlify(item[1])
         except (TypeError, ValueError, IndexError, KeyError) as exc:
-            LOG.warning("LLDP TLV %r is not a [type, hexadecimal value] pair: %s", item, exc)
+            # The item is the ramdisk's (of any size): named by its place, never quoted.
+            LOG.warning(
+                "LLDP TLV #%d is not a [type, hexadecimal value] pair (%s)",
+                index,
+                type(exc).__name__,
+            )
             continue
         handler = _BASIC.get(tlv_type)
         if handler is None:

@@ -86,9 +86,9 @@ def _local_gb(root_disk: Any, context: ProcessingContext) -> int:
     local_gb = size // root_device.GiB if isinstance(size, int) else 0
     if not local_gb:
         LOG.warning(
-            "[node %s] the root disk is smaller than 1 GiB or has no size: %s",
+            "[node %s] the root disk %s is smaller than 1 GiB or has no size",
             context.node.uuid,
-            root_disk,
+            root_disk.get("name") if isinstance(root_disk, dict) else "(not an object)",
         )
         return 0
     if context.conf.processing.disk_partitioning_spacing:
@@ -190,10 +190,10 @@ def _bmc(address: Any, legacy: Any) -> str | None:
 
 def _interfaces(records: list[Any], pxe_mac: str | None) -> dict[str, dict[str, Any]]:
     result = {}
-    for record in records:
+    for index, record in enumerate(records):
         name = record.get("name") if isinstance(record, dict) else None
         if not name:
-            LOG.error("Malformed interface record: %s", record)
+            LOG.error("Malformed interface record (inventory.interfaces[%d]): no name", index)
             continue
         mac = normalise_mac(record.get("mac_address"))
         if mac is None:
@@ -237,7 +237,12 @@ def _eligible(
             continue
         result[name] = iface
     if not result:
-        raise ProcessingError(f"No suitable interfaces found in {interfaces}")
+        names = sorted(interfaces)
+        more = f" and {len(names) - 10} more" if len(names) > 10 else ""
+        raise ProcessingError(
+            f"No suitable interfaces found among {', '.join(names[:10])}{more} "
+            f"([processing] add_ports = {add_ports})"
+        )
     return result
 
 
