@@ -15,6 +15,7 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Boolean, event, inspect, select, text, update
+from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 
 from inspector import errors
@@ -118,6 +119,39 @@ def test_upgrade_twice_is_a_no_op(database_url):
     assert schema.upgrade(database_url) == (head, head)
     assert schema.current_revision(database_url) == head
     assert schema_differences(database_url) == []
+
+
+@pytest.mark.mysql
+@pytest.mark.integration
+@pytest.mark.parametrize("driver", ["mysql+pymysql", "mariadb+pymysql"])
+def test_mariadb_tables_hold_any_text_whatever_the_databases_charset(
+    mysql_admin, mysql_url, driver
+):
+    # A database created with the server's default character set: latin1 upstream.
+    url = make_url(mysql_url).set(drivername=driver)
+    with mysql_admin.connect() as connection:
+        connection.exec_driver_sql(f"ALTER DATABASE `{url.database}` CHARACTER SET latin1")
+    rendered = url.render_as_string(hide_password=False)
+    schema.upgrade(rendered)
+    store = Store.from_url(rendered)
+    try:
+        assert store.engine.dialect.name == driver.split("+")[0]
+        with store.engine.connect() as connection:
+            charsets = dict(
+                connection.execute(
+                    text(
+                        "SELECT table_name, table_collation FROM information_schema.tables "
+                        "WHERE table_schema = DATABASE() AND table_name <> 'alembic_version'"
+                    )
+                ).all()
+            )
+        assert set(charsets) == set(metadata.tables)
+        assert all(collation.startswith("utf8mb4_") for collation in charsets.values()), charsets
+        store.create_node(NODE, "starting")
+        store.set_state(NODE, 1, "error", error="Ironic: naïve ✓ 🚀")
+        assert store.get_node(NODE).error == "Ironic: naïve ✓ 🚀"
+    finally:
+        store.close()
 
 
 def test_constraint_names_follow_the_naming_convention(database_url):

@@ -22,6 +22,9 @@ phase = "expand"
 
 # Frozen copy of the models' timestamp type: a migration must not change with models.py.
 TIMESTAMP = sa.DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb")
+#: MySQL and MariaDB tables in utf8mb4 whatever the database's default (latin1 upstream,
+#: where text beyond Latin-1 fails to store).
+MYSQL_TABLE = {"mysql_charset": "utf8mb4", "mariadb_charset": "utf8mb4"}
 
 
 def upgrade() -> None:
@@ -32,6 +35,7 @@ def upgrade() -> None:
         sa.Column("holder", sa.String(length=255), nullable=False),
         sa.Column("at", TIMESTAMP, nullable=False),
         sa.PrimaryKeyConstraint("name", name=op.f("pk_markers")),
+        **MYSQL_TABLE,
     )
     op.create_table(
         "task_runs",
@@ -43,6 +47,7 @@ def upgrade() -> None:
         sa.Column("finished_at", TIMESTAMP, nullable=True),
         sa.Column("outcome", sa.Text(), nullable=True),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_task_runs")),
+        **MYSQL_TABLE,
     )
     op.create_index("ix_task_runs_task_started_at", "task_runs", ["task", "started_at"])
 

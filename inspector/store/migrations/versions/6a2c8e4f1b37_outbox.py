@@ -22,6 +22,9 @@ phase = "expand"
 
 # Frozen copies of the models' types: a migration must not change with models.py.
 TIMESTAMP = sa.DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb")
+#: MySQL and MariaDB tables in utf8mb4 whatever the database's default (latin1 upstream,
+#: where text beyond Latin-1 fails to store).
+MYSQL_TABLE = {"mysql_charset": "utf8mb4", "mariadb_charset": "utf8mb4"}
 LONG_TEXT = sa.Text().with_variant(mysql.LONGTEXT(), "mysql", "mariadb")
 
 
@@ -38,6 +41,7 @@ def upgrade() -> None:
         sa.Column("delivered_at", TIMESTAMP, nullable=True),
         sa.Column("last_error", sa.Text(), nullable=True),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_notifications")),
+        **MYSQL_TABLE,
     )
     op.create_index(
         "ix_notifications_delivered_at_due_at", "notifications", ["delivered_at", "due_at"]

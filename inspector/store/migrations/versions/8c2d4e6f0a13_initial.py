@@ -20,6 +20,9 @@ phase = "expand"
 
 # Frozen copies of the models' types: a migration must not change with models.py.
 TIMESTAMP = sa.DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb")
+#: MySQL and MariaDB tables in utf8mb4 whatever the database's default (latin1 upstream,
+#: where text beyond Latin-1 fails to store).
+MYSQL_TABLE = {"mysql_charset": "utf8mb4", "mariadb_charset": "utf8mb4"}
 LONG_TEXT = sa.Text().with_variant(mysql.LONGTEXT(), "mysql", "mariadb")
 
 
@@ -53,6 +56,7 @@ def _create_nodes() -> None:
         sa.Column("manage_boot", sa.Boolean(), server_default=sa.true(), nullable=False),
         sa.Column("updated_at", TIMESTAMP, nullable=False),
         sa.PrimaryKeyConstraint("uuid", name=op.f("pk_nodes")),
+        **MYSQL_TABLE,
     )
     op.create_index("ix_nodes_started_at_uuid", "nodes", ["started_at", "uuid"])
     op.create_index(op.f("ix_nodes_state"), "nodes", ["state"])
@@ -63,6 +67,7 @@ def _create_nodes() -> None:
         sa.Column("node_uuid", sa.String(36), nullable=False),
         _node_fk("attributes"),
         sa.PrimaryKeyConstraint("name", "value", "node_uuid", name=op.f("pk_attributes")),
+        **MYSQL_TABLE,
     )
     op.create_index(op.f("ix_attributes_node_uuid"), "attributes", ["node_uuid"])
     op.create_table(
@@ -73,6 +78,7 @@ def _create_nodes() -> None:
         sa.Column("stored_at", TIMESTAMP, nullable=False),
         _node_fk("introspection_data"),
         sa.PrimaryKeyConstraint("node_uuid", "processed", name=op.f("pk_introspection_data")),
+        **MYSQL_TABLE,
     )
 
 
@@ -91,6 +97,7 @@ def _create_requests() -> None:
         sa.Column("done_at", TIMESTAMP, nullable=True),
         _node_fk("requests"),
         sa.PrimaryKeyConstraint("request_id", name=op.f("pk_requests")),
+        **MYSQL_TABLE,
     )
     op.create_index("ix_requests_node_uuid_applied_at", "requests", ["node_uuid", "applied_at"])
 
@@ -104,6 +111,7 @@ def _create_rules() -> None:
         sa.Column("scope", sa.String(255), nullable=True),
         sa.Column("disabled", sa.Boolean(), server_default=sa.false(), nullable=False),
         sa.PrimaryKeyConstraint("uuid", name=op.f("pk_rules")),
+        **MYSQL_TABLE,
     )
     op.create_table(
         "rule_conditions",
@@ -117,6 +125,7 @@ def _create_rules() -> None:
         sa.Column("params", sa.Text(), nullable=False),
         _rule_fk("rule_conditions"),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_rule_conditions")),
+        **MYSQL_TABLE,
     )
     op.create_index(
         "ix_rule_conditions_rule_uuid_position",
@@ -132,6 +141,7 @@ def _create_rules() -> None:
         sa.Column("params", sa.Text(), nullable=False),
         _rule_fk("rule_actions"),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_rule_actions")),
+        **MYSQL_TABLE,
     )
     op.create_index("ix_rule_actions_rule_uuid_position", "rule_actions", ["rule_uuid", "position"])
 

@@ -23,6 +23,9 @@ phase = "expand"
 
 # Frozen copies of the models' types: a migration must not change with models.py.
 TIMESTAMP = sa.DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb")
+#: MySQL and MariaDB tables in utf8mb4 whatever the database's default (latin1 upstream,
+#: where text beyond Latin-1 fails to store).
+MYSQL_TABLE = {"mysql_charset": "utf8mb4", "mariadb_charset": "utf8mb4"}
 LONG_TEXT = sa.Text().with_variant(mysql.LONGTEXT(), "mysql", "mariadb")
 
 
@@ -40,6 +43,7 @@ def upgrade() -> None:
             ondelete="CASCADE",
         ),
         sa.PrimaryKeyConstraint("node_uuid", name=op.f("pk_ironic_snapshots")),
+        **MYSQL_TABLE,
     )
 
 
