@@ -9,6 +9,7 @@ import flask
 from werkzeug import exceptions as http
 
 from inspector import redaction
+from inspector.api import request_ids
 from inspector.errors import InspectorError
 
 LOG = logging.getLogger(__name__)
@@ -25,9 +26,10 @@ def error_response(message: str, status: int) -> flask.Response:
 def _on_inspector_error(exc: InspectorError) -> flask.Response:
     if exc.http_status >= 500:  # our own error: one line (a stack with debug on)
         LOG.error(
-            "Request %s %s failed: %s",
+            "Request %s %s (req %s) failed: %s",
             flask.request.method,
             flask.request.path,
+            request_ids.incoming(flask.request.headers) or "-",
             redaction.shorten(exc.message),
             exc_info=LOG.isEnabledFor(logging.DEBUG),
         )
@@ -46,7 +48,12 @@ def _on_http_error(exc: http.HTTPException) -> flask.Response:
 
 
 def _on_unexpected(exc: Exception) -> flask.Response:
-    LOG.exception("Unexpected error in %s %s", flask.request.method, flask.request.path)
+    LOG.exception(
+        "Unexpected error in %s %s (req %s)",
+        flask.request.method,
+        flask.request.path,
+        request_ids.incoming(flask.request.headers) or "-",
+    )
     debug = flask.current_app.config.get("INSPECTOR_DEBUG", False)
     return error_response(str(exc) if debug else GENERIC_MESSAGE, 500)
 

@@ -20,6 +20,8 @@ from typing import Any
 
 from oslo_config import cfg
 
+from inspector.errors import InspectorError
+
 LOG = logging.getLogger(__name__)
 
 #: A node's introspection started: {"node_uuid", "macs"} (whitelist).
@@ -78,6 +80,13 @@ class Channel:
         for handler in self._handlers:
             try:
                 handler(event_type, payload if isinstance(payload, dict) else {})
+            except InspectorError as exc:  # our own error: one line (a stack with debug on)
+                LOG.error(
+                    "Handling the announcement %s failed: %s",
+                    event_type,
+                    exc.message,
+                    exc_info=LOG.isEnabledFor(logging.DEBUG),
+                )
             except Exception:
                 LOG.exception("Handling the announcement %s failed", event_type)
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 from inspector.broker import channels
 from inspector.coordination.election import SAFETY, Leadership
-from inspector.errors import ConfigError, FirewallError
+from inspector.errors import ConfigError, FirewallError, InspectorError
 from inspector.firewall.drivers import Driver
 from inspector.firewall.rules import RuleSet
 from inspector.firewall.sources import Feed, MacList, Poller
@@ -311,6 +311,13 @@ class FirewallManager:
             try:
                 if self.sync(verify=verify) and verify:
                     self.compact()
+            except InspectorError as exc:  # our own error: one line (a stack with debug on)
+                LOG.error(
+                    "The PXE firewall thread failed: %s; closing",
+                    exc.message,
+                    exc_info=LOG.isEnabledFor(logging.DEBUG),
+                )
+                self._close()
             except Exception:
                 LOG.exception("The PXE firewall thread failed; closing")
                 self._close()

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 
 from inspector.broker import channels
-from inspector.errors import ServiceUnavailable
+from inspector.errors import InspectorError, ServiceUnavailable
 from inspector.firewall.rules import normalise_mac
 from inspector.lifecycle import Lifecycle, Outages
 from inspector.machine import ACTIVE_STATES
@@ -162,6 +162,14 @@ class Poller:
             LOG.warning("Cannot poll the %s: %s", self.target.name, exc.message)
             if self.outages is not None and exc.service:
                 self.outages.failed(exc.service, exc.message)
+            return False
+        except InspectorError as exc:  # our own error: one line (a stack with debug on)
+            LOG.error(
+                "Polling the %s failed: %s",
+                self.target.name,
+                exc.message,
+                exc_info=LOG.isEnabledFor(logging.DEBUG),
+            )
             return False
         except Exception:
             LOG.exception("Polling the %s failed", self.target.name)

@@ -1,6 +1,6 @@
 """Expected errors are one log line naming the node and the request; a stack only for
 an unexpected exception (or with debug on): the worker's task failures, the pool, the
-periodic runner and the API's 5xx."""
+periodic runner, the API's 5xx, the firewall's polls and announcement handlers."""
 
 import logging
 
@@ -9,8 +9,10 @@ import pytest
 
 from inspector import errors
 from inspector.api import errors as api_errors
+from inspector.broker.channels import INTROSPECTION_ENDED, LocalChannel
 from inspector.broker.message import Request
 from inspector.coordination import LocalCoordinator
+from inspector.firewall.sources import MacList, Poller
 from inspector.lifecycle import Lifecycle, Outages
 from inspector.periodic.runner import Runner
 from inspector.periodic.tasks import PeriodicTask
@@ -163,9 +165,13 @@ def flask_client():
 
 def test_the_api_logs_its_own_5xx_as_one_line(flask_client, caplog):
     caplog.set_level(logging.INFO)
-    assert flask_client.get(f"/v1/introspection/{NODE}").status_code == 503
+    request_id = "req-0b9c5f0e-7d1d-4a8e-9a47-2f5d3c1b6e21"
+    answer = flask_client.get(f"/v1/introspection/{NODE}", headers={"X-Request-ID": request_id})
+    assert answer.status_code == 503
     (record,) = failures(caplog, "failed")
-    assert record.getMessage().startswith(f"Request GET /v1/introspection/{NODE} failed: ")
+    assert record.getMessage().startswith(
+        f"Request GET /v1/introspection/{NODE} (req {request_id}) failed: Ironic unreachable"
+    )
     assert not record.exc_info
     assert SECRET not in record.getMessage()
 
@@ -175,3 +181,35 @@ def test_the_api_logs_an_unexpected_error_with_its_stack(flask_client, caplog):
     assert flask_client.get("/v1/rules").status_code == 500
     (record,) = failures(caplog, "Unexpected error")
     assert record.exc_info is not None and record.exc_info[0] is RuntimeError
+
+
+def raising(exc):
+    def fail(*_args):
+        raise exc
+
+    return fail
+
+
+@pytest.mark.parametrize(
+    ("exc", "stack"), [(errors.Conflict("store refused"), False), (RuntimeError("bug"), True)]
+)
+def test_a_firewall_poll_logs_its_own_errors_as_one_line(caplog, exc, stack):
+    caplog.set_level(logging.INFO)
+    poller = Poller(
+        MacList("whitelist"), raising(exc), 60.0, on_change=lambda: None, lifecycle=Lifecycle()
+    )
+    assert poller.poll() is False
+    (record,) = failures(caplog, "Polling the whitelist failed")
+    assert bool(record.exc_info) is stack
+
+
+@pytest.mark.parametrize(
+    ("exc", "stack"), [(errors.FirewallError("iptables: busy"), False), (KeyError("bug"), True)]
+)
+def test_an_announcement_handler_logs_its_own_errors_as_one_line(caplog, exc, stack):
+    caplog.set_level(logging.INFO)
+    channel = LocalChannel()
+    channel.subscribe(raising(exc))
+    channel.deliver(INTROSPECTION_ENDED, {"node_uuid": NODE})
+    (record,) = failures(caplog, f"Handling the announcement {INTROSPECTION_ENDED} failed")
+    assert bool(record.exc_info) is stack
