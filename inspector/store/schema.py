@@ -9,17 +9,20 @@ knows, whatever contract revisions are still pending, or on a newer schema it do
 know (written by a newer release during a rolling upgrade).
 """
 
+import logging
 import pathlib
 
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import text
+from sqlalchemy import exc, text
 from sqlalchemy.engine import Connection
 
 from inspector import errors
 from inspector.store import engine as engines
+
+LOG = logging.getLogger(__name__)
 
 #: The alembic scripts, shipped as package data.
 MIGRATIONS = pathlib.Path(__file__).parent / "migrations"
@@ -31,6 +34,8 @@ MYSQL_MIGRATION_LOCK = "inspector-db-upgrade"
 #: Seconds an upgrade waits for that lock: a year, as PostgreSQL's waits without end
 #: (MariaDB refuses MySQL's -1).
 MYSQL_MIGRATION_LOCK_TIMEOUT = 365 * 24 * 3600
+#: MySQL's ER_NOT_SUPPORTED_YET: MariaDB's answer to GET_LOCK in a Galera cluster.
+MYSQL_NOT_SUPPORTED = 1235
 
 EXPAND = "expand"
 CONTRACT = "contract"
@@ -144,11 +149,22 @@ def upgrade(url: str, phase: str | None = None) -> tuple[str | None, str]:
 
 def _lock_mysql(connection: Connection) -> None:
     """Wait for MYSQL_MIGRATION_LOCK. MySQL commits each DDL statement on its own: two
-    upgrades at once would both create the tables, and fail half-way."""
-    got = connection.execute(
-        text("SELECT GET_LOCK(:name, :timeout)"),
-        {"name": MYSQL_MIGRATION_LOCK, "timeout": MYSQL_MIGRATION_LOCK_TIMEOUT},
-    ).scalar()
+    upgrades at once would both create the tables, and fail half-way. A Galera cluster
+    has no named locks: the upgrade goes on without (as before there was one)."""
+    try:
+        got = connection.execute(
+            text("SELECT GET_LOCK(:name, :timeout)"),
+            {"name": MYSQL_MIGRATION_LOCK, "timeout": MYSQL_MIGRATION_LOCK_TIMEOUT},
+        ).scalar()
+    except exc.DBAPIError as error:
+        if getattr(error.orig, "args", (None,))[:1] != (MYSQL_NOT_SUPPORTED,):
+            raise
+        LOG.warning(
+            "The database has no named locks (a Galera cluster?): concurrent "
+            "`inspector db upgrade` runs are not kept apart, run one at a time (%s)",
+            error.orig,
+        )
+        return
     if got != 1:
         raise errors.InspectorError(
             f"could not take the lock {MYSQL_MIGRATION_LOCK!r} for the upgrade (GET_LOCK: {got})"
