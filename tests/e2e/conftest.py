@@ -1,6 +1,7 @@
-"""The local cluster (scripts/cluster.py) for the end-to-end tests, and a client that goes
-through its HAProxy the way Ironic and the ramdisk do: retrying what a killed back end
-dropped, and telling a retried request that had already been taken from a refusal.
+"""The local cluster (scripts/cluster.py) for the end-to-end tests, the chaos that kills
+its processes, and a client that goes through its HAProxy the way Ironic and the ramdisk
+do: retrying what a killed back end dropped, and telling a retried request that had
+already been taken from a refusal.
 
 A missing prerequisite (root, haproxy, nft, dnsmasq, ip, or a service) skips on a laptop
 and fails when CI is set.
@@ -12,6 +13,7 @@ import functools
 import importlib.util
 import os
 import pathlib
+import random
 import shutil
 import sys
 import threading
@@ -288,3 +290,43 @@ class Driver:
 
     def close(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+class Chaos:
+    """kill -9 of a process of the cluster every few seconds (drawn uniformly from
+    interval), started again at once (the cluster does not restart what dies), in a
+    thread; `_victim` chooses which (here: one of victims at random), or None to let a
+    turn pass."""
+
+    def __init__(self, cluster, seed: int, victims: tuple[str, ...], interval) -> None:
+        self.cluster = cluster
+        self.random = random.Random(seed)
+        self.victims = victims
+        self.interval = interval
+        self.kills: list[tuple[float, str]] = []
+        self.error: BaseException | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="chaos", daemon=True)
+
+    def _victim(self) -> str | None:
+        return self.random.choice(self.victims)
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.wait(self.random.uniform(*self.interval)):
+                name = self._victim()
+                if name is None:
+                    continue
+                self.cluster.kill(name)
+                self.kills.append((time.time(), name))
+                self.cluster.start(name)
+        except BaseException as error:  # reported by the test, not lost in the thread
+            self.error = error
+
+    def __enter__(self) -> "Chaos":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        self._thread.join(60)

@@ -19,6 +19,7 @@ import pytest
 import requests
 
 from inspector.machine import DEJA_VU_REASON
+from tests.e2e import conftest
 from tests.e2e.conftest import Client, Driver, enrolled, payloads, running_cluster
 
 pytestmark = pytest.mark.integration
@@ -67,17 +68,12 @@ class FirewallWatch:
         self._thread.join(30)
 
 
-class Chaos:
-    """kill -9 of a random API or worker every few seconds, started again at once."""
+class Chaos(conftest.Chaos):
+    """APIs and workers, the firewall leader first and often."""
 
     def __init__(self, cluster, seed: int) -> None:
-        self.cluster = cluster
-        self.random = random.Random(seed)
-        self.kills: list[tuple[float, str]] = []
+        super().__init__(cluster, seed, VICTIMS, KILL_INTERVAL)
         self.leader_kills = 0
-        self.error: BaseException | None = None
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="chaos", daemon=True)
 
     def _victim(self) -> str:
         """APIs and workers in turns (a short run still kills both kinds), a random one of
@@ -91,24 +87,6 @@ class Chaos:
                 self.leader_kills += 1
                 return f"worker-{leaders[0]}"
         return name
-
-    def _run(self) -> None:
-        try:
-            while not self._stop.wait(self.random.uniform(*KILL_INTERVAL)):
-                name = self._victim()
-                self.cluster.kill(name)
-                self.kills.append((time.time(), name))
-                self.cluster.start(name)
-        except BaseException as error:  # reported by the test, not lost in the thread
-            self.error = error
-
-    def __enter__(self) -> "Chaos":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._stop.set()
-        self._thread.join(60)
 
 
 def test_chaos_50_introspections(tmp_path, services, ironic_api):

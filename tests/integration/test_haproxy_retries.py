@@ -7,6 +7,11 @@ does) and answer the next. A client through the proxy must get every answer, fro
 another back end than the one that died, with the same X-Request-ID on both attempts
 (the proxy's, not the one the client sent); the routes the file excludes are not
 retried, and neither is a request larger than HAProxy's buffer.
+
+Then the back ends serve the real API (one in-process app: SQLite, fake Ironic, a
+recording queue) and die only after it answered, its work committed: the way an API
+process killed between its commit and its answer leaves a request. The real
+python-ironic-inspector-client must see its start and abort succeed, each done once.
 """
 
 import contextlib
@@ -21,7 +26,14 @@ import uuid
 
 import pytest
 import requests
+from ironic_inspector_client import ClientV1
+from keystoneauth1 import session as ks_session
 
+from inspector import conf as config
+from inspector.api import app as app_factory
+from inspector.machine import ABORT_REASON, State
+from inspector.store import Change, Store, schema
+from tests.fakes.ironic import FakeIronic
 from tests.integration.cluster import ROOT, free_port, wait_for
 from tests.integration.test_haproxy import find_haproxy
 
@@ -35,10 +47,15 @@ UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a
 
 class Backends:
     """Fake API processes on 127.0.0.1: each request's first attempt (by X-Request-ID,
-    whichever back end gets it) is dropped, the next answered 200 with who answered."""
+    whichever back end gets it) is dropped, the next answered 200 with who answered.
+    With `serve` set (method, path, headers, body -> status, headers, body), every
+    attempt is served by it first: the first attempt's answer is then dropped after the
+    work was done, and `before_drop` (method, path) runs in between."""
 
     def __init__(self, count: int) -> None:
         self.attempts: list[tuple[str, str, str, str | None]] = []  # server, method, path, id
+        self.serve = None
+        self.before_drop = None
         self._guard = threading.Lock()
         self.servers: dict[str, http.server.ThreadingHTTPServer] = {}
         for index in range(1, count + 1):
@@ -66,20 +83,30 @@ class Backends:
                 if self.path == "/healthcheck":
                     self._answer({"healthy": True})
                     return
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 request_id = self.headers.get("X-Request-ID")
                 with backends._guard:
                     first = not any(i == request_id for *_, i in backends.attempts)
                     backends.attempts.append((name, self.command, self.path, request_id))
+                answer = None
+                if backends.serve is not None:
+                    answer = backends.serve(self.command, self.path, dict(self.headers), body)
                 if first:  # dies with the request: no answer, the connection closed
+                    if backends.before_drop is not None:
+                        backends.before_drop(self.command, self.path)
                     self.close_connection = True
                     return
-                self._answer({"server": name, "request_id": request_id})
+                if answer is None:
+                    self._answer({"server": name, "request_id": request_id})
+                else:
+                    self._answer(*answer)
 
-            def _answer(self, body: dict) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
+            def _answer(self, body, status: int = 200, headers=None) -> None:
+                data = body if isinstance(body, bytes) else json.dumps(body).encode()
+                self.send_response(status)
+                for header, value in (headers or {"Content-Type": "application/json"}).items():
+                    if header.lower() not in ("content-length", "connection"):
+                        self.send_header(header, value)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
@@ -214,3 +241,85 @@ def test_a_request_larger_than_the_buffer_is_not_retried(proxy, backends):
     # One that fits is retried.
     answer = requests.post(proxy + "/v1/continue", json={"inventory": {}}, timeout=10)
     assert answer.status_code == 200, answer.text
+
+
+# ---------------------------------------------------------------- the real API behind
+
+
+class RecordingQueue:
+    def __init__(self) -> None:
+        self.requests = []
+
+    def put(self, request) -> None:
+        self.requests.append(request)
+
+
+@pytest.fixture
+def api(tmp_path, backends):
+    """The real API app behind the fake back ends: (store, queue, ironic)."""
+    conf = config.load([], conf=config.build())
+    conf.set_override("state_path", str(tmp_path))
+    conf.set_override("auth_strategy", "noauth")
+    url = f"sqlite:///{tmp_path / 'inspector.sqlite'}"
+    schema.upgrade(url)
+    store, queue, ironic = Store.from_url(url), RecordingQueue(), FakeIronic()
+    app = app_factory.create_app(conf, store=store, queue=queue, ironic=ironic)
+
+    def serve(method, path, headers, body):
+        answer = app.test_client().open(path, method=method, headers=headers, data=body)
+        return answer.get_data(), answer.status_code, dict(answer.headers)
+
+    backends.serve = serve
+    try:
+        yield store, queue, ironic
+    finally:
+        store.close()
+
+
+def move(store, node_uuid, event, target):
+    current = store.get_node(node_uuid)
+    store.apply(
+        Change(
+            node_uuid=node_uuid,
+            expected_version=current.version,
+            request_id=uuid.uuid4().hex,
+            event=event,
+            source=current.state,
+            target=target,
+            status="done",
+        ),
+        current,
+    )
+
+
+def test_the_client_sees_a_start_and_an_abort_whose_answer_was_lost(proxy, backends, api):
+    """The first attempt of each took effect, then its back end died: the node moved on
+    meanwhile (its worker took the start), so a new start would be a 409 and a new
+    abort a 400; the attempt sent again is the same request, and answered 202."""
+    store, queue, ironic = api
+    node = ironic.add_node(provision_state="manageable").uuid
+    client = ClientV1(inspector_url=proxy, session=ks_session.Session(auth=None, timeout=10))
+
+    def worker_takes_it(method, path):
+        if method == "POST" and path.endswith(node):
+            move(store, node, "wait", State.WAITING)
+
+    backends.before_drop = worker_takes_it
+    client.introspect(node)
+    assert store.get_node(node).state == State.WAITING
+    backends.before_drop = None
+    client.abort(node)
+    status = client.get_status(node)
+    assert (status["state"], status["error"]) == ("error", ABORT_REASON)
+
+    # Each was done once, recorded under the id HAProxy gave both of its attempts.
+    ids = {path: i for _, method, path, i in backends.attempts if method == "POST"}
+    history = [(r.event, r.request_id) for r in store.history(node)]
+    assert ("inspect", ids[f"/v1/introspection/{node}"]) in history
+    assert ("abort", ids[f"/v1/introspection/{node}/abort"]) in history
+    assert [event for event, _ in history].count("inspect") == 1
+    assert [event for event, _ in history].count("abort") == 1
+    assert {(r.event, r.request_id) for r in queue.requests} == {
+        ("inspect", ids[f"/v1/introspection/{node}"]),
+        ("abort", ids[f"/v1/introspection/{node}/abort"]),
+    }
