@@ -280,6 +280,25 @@ def test_reapply_with_body_replaces_raw_data(client, node, store):
     assert client.post(url, json=[1, 2], headers=V).status_code == 400
 
 
+def test_reapply_body_gets_the_checks_of_ramdisk_data(client, node, store, conf):
+    start(client, node.uuid)
+    for event, target in (("wait", "waiting"), ("continue", "processing"), ("finish", "finished")):
+        _move(store, node.uuid, event, target)
+    url = f"/v1/introspection/{node.uuid}/data/unprocessed"
+    store.store_data(node.uuid, {"inventory": {"kept": 1}}, processed=False)
+    wrong = client.post(url, json={"inventory": {"disks": {"sda": {}}}}, headers=V)
+    assert wrong.status_code == 400
+    assert "inventory.disks" in wrong.json["error"]["message"]
+    nics = [
+        {"name": f"eth{i}", "mac_address": f"02:00:00:00:{i >> 8:02x}:{i & 255:02x}"}
+        for i in range(conf.limits.max_interfaces + 1)
+    ]
+    over = client.post(url, json={"inventory": {"interfaces": nics}}, headers=V)
+    assert over.status_code == 400
+    assert "max_interfaces" in over.json["error"]["message"]
+    assert store.get_data(node.uuid, processed=False) == {"inventory": {"kept": 1}}
+
+
 def test_ironic_down_is_503_not_500(client, ironic, node):
     ironic.fail_next(1)
     response = start(client, node.uuid)
