@@ -267,3 +267,34 @@ def test_setup_logging_installs_the_filter_on_the_root_handler(tmp_path):
             handler.close()
         root.handlers[:] = saved
         root.setLevel(level)
+
+
+def test_an_exception_escaping_a_thread_is_logged_masked(tmp_path):
+    import logging  # noqa: PLC0415
+    import threading  # noqa: PLC0415
+
+    from inspector.api.logs import setup_logging  # noqa: PLC0415
+
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level, threading.excepthook
+    log = tmp_path / "log"
+    try:
+        setup_logging(False, str(log))
+
+        def fail():
+            raise RuntimeError("cannot reach rabbit://inspector:s3cr3t-pass@127.0.0.1/")
+
+        thread = threading.Thread(target=fail, name="doomed")
+        thread.start()
+        thread.join()
+        for handler in root.handlers:
+            handler.flush()
+        text = log.read_text()
+    finally:
+        for handler in root.handlers:
+            handler.close()
+        root.handlers[:], level, threading.excepthook = saved
+        root.setLevel(level)
+    assert "Uncaught exception in doomed" in text
+    assert "RuntimeError" in text
+    assert "s3cr3t-pass" not in text
