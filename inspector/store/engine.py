@@ -5,9 +5,11 @@ It holds no engine itself: callers build one and pass it around.
 """
 
 import contextlib
+import functools
 import importlib.util
 import logging
 import os
+import urllib.parse
 from collections.abc import Iterator
 from typing import Any
 
@@ -109,6 +111,71 @@ def create_engine(url: str) -> Engine:
         return _server_engine(parsed)
     except (exc.ArgumentError, ImportError) as error:
         raise errors.ConfigError(f"unusable database URL {describe(url)}: {error}") from error
+
+
+def create_readonly_engine(url: str) -> Engine:
+    """An engine that only reads url's database and writes nothing to it, not even when
+    it connects: the source of an import, which another service may be using.
+
+    SQLite opens the file read-only (a `file:` URI with `mode=ro`) and runs no pragma
+    that writes (no WAL switch: that rewrites the file's header). A server's sessions are
+    made read-only when they connect (SET SESSION ... READ ONLY): every transaction on
+    them, reflection included, refuses to write.
+    """
+    try:
+        parsed = usable_url(make_url(url))
+        if parsed.get_backend_name() == "sqlite":
+            engine = sqlalchemy.create_engine(_readonly_sqlite_url(parsed))
+            event.listen(engine, "connect", _configure_readonly_sqlite)
+            return engine
+        engine = _server_engine(parsed)
+    except (exc.ArgumentError, ImportError) as error:
+        raise errors.ConfigError(f"unusable database URL {describe(url)}: {error}") from error
+    statement = _READ_ONLY_SESSION.get(parsed.get_backend_name())
+    if statement is None:
+        engine.dispose()
+        raise errors.ConfigError(
+            f"database URL {describe(url)}: cannot open a {parsed.get_backend_name()} "
+            "database read-only"
+        )
+    event.listen(engine, "connect", functools.partial(_read_only_session, statement))
+    return engine
+
+
+#: The statement that makes every later transaction of a session read-only.
+_READ_ONLY_SESSION = {
+    "postgresql": "SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY",
+    "mysql": "SET SESSION TRANSACTION READ ONLY",
+    "mariadb": "SET SESSION TRANSACTION READ ONLY",
+}
+
+
+def _readonly_sqlite_url(url: URL) -> URL:
+    """url as a read-only `file:` URI (its path quoted: SQLite decodes %XX in URIs)."""
+    database = url.database or ""
+    if url.query.get("uri", "").lower() not in ("true", "1"):
+        database = "file:" + urllib.parse.quote(database)
+    return url.set(database=database).update_query_dict({"mode": "ro", "uri": "true"})
+
+
+def _configure_readonly_sqlite(dbapi_connection: Any, _record: Any) -> None:
+    # Waiting for a writer (a live ironic-inspector) is a setting of this connection only.
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS:d}")
+    finally:
+        cursor.close()
+
+
+def _read_only_session(statement: str, dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute(statement)
+    finally:
+        cursor.close()
+    # Committed: a session setting made inside a transaction that is rolled back (the
+    # pool's reset) would be undone with it.
+    dbapi_connection.commit()
 
 
 def create_autocommit_engine(engine: Engine) -> Engine:

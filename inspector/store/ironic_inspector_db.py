@@ -1,6 +1,7 @@
 """Reading an ironic-inspector database (its final schema, ironic-inspector 12.x) as plain
-records, for the importer. Read only: it never writes to that database, and nothing in it
-knows our own tables.
+records, for the importer. Read only: it opens that database read-only (see
+`engine.create_readonly_engine`) and never writes to it, and nothing in it knows our own
+tables.
 """
 
 import contextlib
@@ -147,7 +148,7 @@ class Source:
     def __init__(self, url: str) -> None:
         self.url = url
         self.name = engines.describe(url)
-        self._engine: Engine = engines.create_engine(url)
+        self._engine: Engine = engines.create_readonly_engine(url)
         try:
             self._check()
         except BaseException:

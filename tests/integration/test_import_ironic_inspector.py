@@ -11,6 +11,7 @@ import contextlib
 import datetime
 import os
 import pathlib
+import re
 import signal
 import subprocess
 import sys
@@ -20,13 +21,14 @@ from typing import Any
 
 import pytest
 import requests
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, exc, text
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.pool import NullPool
 
 from bench.fleet import peer
 from inspector import cmd
 from inspector.store import Store, schema
+from inspector.store.ironic_inspector_db import FINAL_REVISION, NODES, Source
 from tests.conftest import IronicAPI, service_unavailable
 from tests.integration.cluster import (
     free_port,
@@ -411,3 +413,46 @@ def test_refuses_what_is_not_an_ironic_inspector_database(ours, postgresql_admin
     source = unreachable.render_as_string(hide_password=False)
     output = _inspector(*_import_args(config, source), expect=1)
     assert "cannot read the ironic-inspector database" in output
+
+
+@pytest.fixture
+def source_url(server_url: str) -> str:
+    """An ironic-inspector database of the final schema (its tables as the importer reads
+    them), empty, on each server in turn."""
+    engine = create_engine(server_url, poolclass=NullPool)
+    try:
+        NODES.metadata.create_all(engine)
+        with engine.begin() as connection:
+            connection.execute(
+                text("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)")
+            )
+            connection.execute(
+                text("INSERT INTO alembic_version VALUES (:revision)"),
+                {"revision": FINAL_REVISION},
+            )
+    finally:
+        engine.dispose()
+    return server_url
+
+
+def test_the_source_is_read_only_on_a_server(source_url):
+    """Every session of the source refuses to write, in a transaction or in autocommit."""
+    with Source(source_url) as source:
+        assert source.nodes() == []
+        engine = source._engine
+        for each in (engine, engine.execution_options(isolation_level="AUTOCOMMIT")):
+            for statement in (
+                "DELETE FROM alembic_version",
+                "CREATE TABLE written (x INTEGER)",
+            ):
+                with each.connect() as connection, pytest.raises(exc.DBAPIError) as caught:
+                    connection.exec_driver_sql(statement)
+                # PostgreSQL: "read-only transaction"; MariaDB: "READ ONLY transaction".
+                assert re.search(r"read.only transaction", str(caught.value.orig), re.I)
+    engine = create_engine(source_url, poolclass=NullPool)
+    try:
+        with engine.connect() as connection:
+            revision = connection.execute(text("SELECT version_num FROM alembic_version"))
+            assert list(revision) == [(FINAL_REVISION,)]
+    finally:
+        engine.dispose()

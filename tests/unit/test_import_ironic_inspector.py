@@ -6,11 +6,14 @@ upgrade` creates on SQLite (copied from its output); tests/integration runs the 
 """
 
 import datetime
+import hashlib
 import json
+import pathlib
 import sqlite3
 import uuid
 
 import pytest
+from sqlalchemy import exc as sa_exc
 
 from inspector import cmd
 from inspector.machine import ABORT_REASON
@@ -441,12 +444,71 @@ def test_a_different_rule_with_the_same_uuid_is_left_alone(upstream, target):
 
 
 def test_a_database_that_is_not_ironic_inspectors(tmp_path, target):
+    empty = tmp_path / "empty.sqlite"
+    sqlite3.connect(empty).close()
     with pytest.raises(SourceUnusable, match="is not an ironic-inspector database: no table"):
-        Source(f"sqlite:///{tmp_path / 'empty.sqlite'}")
+        Source(f"sqlite:///{empty}")
     with pytest.raises(SourceUnusable, match="is not one of ironic-inspector's"):
         Source(str(target.engine.url))
     with pytest.raises(SourceUnusable, match="cannot read the ironic-inspector database"):
         Source(f"sqlite:///{tmp_path / 'no' / 'such' / 'dir.sqlite'}")
+    # Opened read-only: a missing file is not created (empty) on the way.
+    with pytest.raises(SourceUnusable, match="cannot read the ironic-inspector database"):
+        Source(f"sqlite:///{tmp_path / 'missing.sqlite'}")
+    assert not (tmp_path / "missing.sqlite").exists()
+
+
+def _fingerprint(directory: pathlib.Path) -> dict[str, str]:
+    """Every file of the directory and the sha256 of its bytes."""
+    return {
+        path.name: hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(directory.iterdir())
+    }
+
+
+def test_the_source_is_never_written(upstream, target, tmp_path, capsys):
+    """Not even a switch to WAL (a write of the file's header) by a dry run or an import."""
+    node = upstream.node("finished", 0, 1)
+    upstream.data(node, {"a": 1}, processed=True)
+    upstream.attribute(node, "mac", "aa:bb:cc:dd:ee:01")
+    upstream.rule([], [{"action": "add-trait", "name": "CUSTOM_A"}])
+    upstream.db.close()
+    source_dir = tmp_path / "source"
+    source_dir.mkdir()
+    path = source_dir / "ironic-inspector.sqlite"
+    (tmp_path / "ironic-inspector.sqlite").rename(path)
+    before = _fingerprint(source_dir)
+    config = tmp_path / "inspector.conf"
+    config.write_text(f"[database]\nconnection = {target.engine.url}\n")
+    args = ["db", "import-ironic-inspector", "--config-file", str(config)]
+
+    assert cmd.main([*args, "--source-connection", f"sqlite:///{path}", "--dry-run"]) == 0
+    assert _fingerprint(source_dir) == before
+    assert cmd.main([*args, "--source-connection", f"sqlite:///{path}"]) == 0
+    assert "node: 1 created" in capsys.readouterr().out
+    assert _fingerprint(source_dir) == before  # no -wal, -shm or -journal file either
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone() == ("delete",)
+
+
+def test_the_source_connection_refuses_writes(upstream, tmp_path):
+    before = _fingerprint(tmp_path)
+    with Source(upstream.url) as source:
+        for statement in ("DELETE FROM alembic_version", "PRAGMA journal_mode=WAL"):
+            with source._reading() as connection:
+                with pytest.raises(sa_exc.OperationalError, match="readonly database"):
+                    connection.exec_driver_sql(statement)
+    assert _fingerprint(tmp_path) == before
+
+
+def test_a_source_path_that_needs_quoting_in_a_uri(tmp_path):
+    directory = tmp_path / "a dir with 100%"
+    directory.mkdir()
+    upstream = Upstream(directory / "ironic inspector.sqlite")
+    node = upstream.node("finished", 0, 1)
+    upstream.db.close()
+    with Source(upstream.url) as source:
+        assert [n.uuid for n in source.nodes()] == [node]
 
 
 def test_an_older_upstream_schema_asks_for_its_upgrade(upstream):
