@@ -23,13 +23,13 @@ from inspector.api import (
 from inspector.api.context import EXTENSION, Services
 from inspector.broker.queue import WorkQueue
 from inspector.ironic.lazy import LazyIronic
-from inspector.store import Store, database_url
+from inspector.store import Store
 
 
 def build_services(conf: cfg.ConfigOpts, **given) -> Services:
     """The services the views use; anything not given is built from the configuration."""
     if "store" not in given:
-        given["store"] = Store.from_url(database_url(conf), notify=bool(conf.notifications.drivers))
+        given["store"] = Store.from_conf(conf, notify=bool(conf.notifications.drivers))
     if "queue" not in given:
         given["queue"] = WorkQueue(
             conf.queue.transport_url,

@@ -104,14 +104,15 @@ def _validate_rule(document: dict) -> dict:
 
 
 def run_import(args, argv) -> int:
-    url = store.database_url(config.load(argv))
+    conf = config.load(argv)
+    url = store.database_url(conf)
     compatible = schema.compatibility(schema.current_revision(url))
     if compatible == "newer":
         compatible = "the database schema is newer than this release: import with that release"
     if compatible != "ok":
         raise errors.Conflict(f"cannot import: {compatible}")
     with Source(args.source_connection) as source:
-        target = store.Store.from_url(url)
+        target = store.Store.from_conf(conf)
         try:
             report = importer.run(
                 source,

@@ -71,7 +71,7 @@ def run_close(_args, argv) -> int:
 
 def _leader(conf: cfg.ConfigOpts) -> str:
     try:
-        db = store.Store.from_url(store.database_url(conf))
+        db = store.Store.from_conf(conf)
         try:
             mark = db.leadership(manager.KIND)
         finally:
@@ -142,7 +142,7 @@ def run_status(args, argv) -> int:
         seen.extend(_firewall_statuses(conf, args.wait) or [])
         return [dataclasses.asdict(status) for status in seen]
 
-    db = store.Store.from_url(store.database_url(conf))
+    db = store.Store.from_conf(conf)
     try:
         reports = collectors.gather(
             conf,

@@ -12,7 +12,7 @@ from typing import Any
 
 from oslo_config import cfg
 
-from inspector import coordination, store
+from inspector import coordination
 from inspector.broker import channels, notifier
 from inspector.broker.queue import WorkQueue
 from inspector.coordination.election import Election
@@ -71,7 +71,7 @@ def check_shared_backends(conf: cfg.ConfigOpts, role: str) -> None:
 
 def open_store(conf: cfg.ConfigOpts) -> Store:
     # With notification drivers, each start, finish and failure writes an outbox row.
-    return Store.from_url(store.database_url(conf), notify=bool(conf.notifications.drivers))
+    return Store.from_conf(conf, notify=bool(conf.notifications.drivers))
 
 
 def open_queue(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> WorkQueue:

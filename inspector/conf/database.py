@@ -1,8 +1,14 @@
-"""[database] options: the store's connection URL and retry policy (oslo.db's names)."""
+"""[database] options: the store's connection URL, retry policy and connection pool
+(oslo.db's names and defaults; oslo.db itself is not used)."""
 
 from oslo_config import cfg
 
 GROUP = "database"
+
+#: oslo.db's defaults of the pool options.
+MAX_POOL_SIZE = 5
+MAX_OVERFLOW = 50
+CONNECTION_RECYCLE_TIME = 3600
 
 OPTS = [
     cfg.StrOpt(
@@ -25,5 +31,44 @@ OPTS = [
         default=2.0,
         min=0.001,
         help="Seconds between two connection attempts to the database.",
+    ),
+    cfg.IntOpt(
+        "max_pool_size",
+        default=MAX_POOL_SIZE,
+        min=0,
+        help="PostgreSQL, MySQL/MariaDB: connections each pool of a process keeps open "
+        "once they were needed (0: no limit). A process has two pools (transactions, "
+        "and single statements in autocommit), each with this size. Connections are "
+        "opened only when a thread needs one; one returned beyond this size is closed, "
+        "so a pool smaller than the busy threads of a process ([api] threads, [worker] "
+        "pool_size) reconnects during bursts. SQLite keeps SQLAlchemy's pool.",
+    ),
+    cfg.IntOpt(
+        "max_overflow",
+        default=MAX_OVERFLOW,
+        min=-1,
+        deprecated_opts=[
+            cfg.DeprecatedOpt("sql_max_overflow", group="DEFAULT"),
+            cfg.DeprecatedOpt("sqlalchemy_max_overflow", group="DATABASE"),
+        ],
+        help="PostgreSQL, MySQL/MariaDB: connections a pool may open beyond "
+        "max_pool_size at peaks, closed when returned (-1: no limit). At most "
+        "max_pool_size + max_overflow connections per pool.",
+    ),
+    cfg.IntOpt(
+        "pool_timeout",
+        min=0,
+        deprecated_opts=[cfg.DeprecatedOpt("sqlalchemy_pool_timeout", group="DATABASE")],
+        help="PostgreSQL, MySQL/MariaDB: seconds a thread waits for a connection of a "
+        "full pool before the database counts as unavailable (503 in the API, a retry "
+        "in a worker). Unset: SQLAlchemy's 30.",
+    ),
+    cfg.IntOpt(
+        "connection_recycle_time",
+        default=CONNECTION_RECYCLE_TIME,
+        min=-1,
+        help="PostgreSQL, MySQL/MariaDB: seconds after which a pooled connection is "
+        "replaced by a new one when it is next taken from the pool (-1: never). Keep it "
+        "below the server's (or a proxy's) idle timeout, such as MySQL's wait_timeout.",
     ),
 ]

@@ -1,10 +1,12 @@
-"""Engines from a URL (SQLite pragmas, pre-ping, timeouts); SQLAlchemy error wrapping.
+"""Engines from a URL (SQLite pragmas, [database] pools, timeouts, read-only sources);
+SQLAlchemy error wrapping.
 
 The only place that turns SQLAlchemy and driver exceptions into `inspector.errors`.
 It holds no engine itself: callers build one and pass it around.
 """
 
 import contextlib
+import dataclasses
 import functools
 import importlib.util
 import logging
@@ -19,6 +21,7 @@ from sqlalchemy import event, exc
 from sqlalchemy.engine import URL, Engine, make_url
 
 from inspector import errors
+from inspector.conf import database as database_opts
 
 LOG = logging.getLogger(__name__)
 
@@ -28,13 +31,6 @@ SQLITE_BUSY_TIMEOUT_MS = 30_000
 CONNECT_TIMEOUT = 10
 #: The embedded database's file name under state_path.
 SQLITE_FILE = "inspector.sqlite"
-#: Connections a server database's pool keeps once they were needed. At least the
-#: threads of a busy process (gunicorn gthread, the worker pool): QueuePool closes a
-#: returned connection beyond this, so a smaller pool reconnects on every request of a
-#: burst. Connections are still opened only when a thread needs one.
-POOL_SIZE = 10
-#: Connections opened beyond POOL_SIZE at peaks, closed when returned.
-MAX_OVERFLOW = 20
 #: Milliseconds PostgreSQL lets a session sit idle inside a transaction before it ends
 #: the session, releasing its row locks. Our transactions never wait on anything but
 #: the database, so only a frozen process (SIGSTOP, a stalled VM, a debugger) gets
@@ -55,6 +51,46 @@ MYSQL_ISOLATION_LEVEL = "READ COMMITTED"
 #: MySQL's ER_LOCK_DEADLOCK: InnoDB rolled the whole transaction back to break a
 #: deadlock, and asks for it to be run again.
 MYSQL_DEADLOCK = 1213
+
+
+@dataclasses.dataclass(frozen=True)
+class Pool:
+    """A server database's connection pool (QueuePool), from oslo.db's [database]
+    options. SQLite keeps SQLAlchemy's own pool, as under oslo.db.
+
+    A pool opens connections only when a thread needs one and keeps up to `size` of them
+    (0: no limit); a connection returned beyond that is closed, so a pool smaller than
+    the busy threads of a process reconnects during bursts. Up to `overflow` more are
+    opened at peaks (-1: no limit); a thread waits `timeout` seconds (None: SQLAlchemy's
+    30) for one of a full pool. A connection older than `recycle` seconds is replaced
+    when next taken (-1: never).
+    """
+
+    size: int = database_opts.MAX_POOL_SIZE
+    overflow: int = database_opts.MAX_OVERFLOW
+    timeout: int | None = None
+    recycle: int = database_opts.CONNECTION_RECYCLE_TIME
+
+    @classmethod
+    def from_conf(cls, conf: cfg.ConfigOpts) -> "Pool":
+        group = conf.database
+        return cls(
+            size=group.max_pool_size,
+            overflow=group.max_overflow,
+            timeout=group.pool_timeout,
+            recycle=group.connection_recycle_time,
+        )
+
+    def engine_args(self) -> dict[str, Any]:
+        """sqlalchemy.create_engine's arguments for this pool."""
+        args: dict[str, Any] = {
+            "pool_size": self.size,
+            "max_overflow": self.overflow,
+            "pool_recycle": self.recycle,
+        }
+        if self.timeout is not None:
+            args["pool_timeout"] = self.timeout
+        return args
 
 
 def default_url(state_path: str | os.PathLike[str]) -> str:
@@ -100,15 +136,16 @@ def usable_url(url: URL) -> URL:
     return url.set(drivername=swap[1])
 
 
-def create_engine(url: str) -> Engine:
-    """An engine for url; SQLite gets WAL, foreign keys and a busy timeout."""
+def create_engine(url: str, pool: Pool | None = None) -> Engine:
+    """An engine for url; SQLite gets WAL, foreign keys and a busy timeout, a server
+    database `pool` (default: oslo.db's defaults)."""
     try:
         parsed = usable_url(make_url(url))
         if parsed.get_backend_name() == "sqlite":
             engine = sqlalchemy.create_engine(parsed)
             event.listen(engine, "connect", _configure_sqlite)
             return engine
-        return _server_engine(parsed)
+        return _server_engine(parsed, pool or Pool())
     except (exc.ArgumentError, ImportError) as error:
         raise errors.ConfigError(f"unusable database URL {describe(url)}: {error}") from error
 
@@ -128,7 +165,7 @@ def create_readonly_engine(url: str) -> Engine:
             engine = sqlalchemy.create_engine(_readonly_sqlite_url(parsed))
             event.listen(engine, "connect", _configure_readonly_sqlite)
             return engine
-        engine = _server_engine(parsed)
+        engine = _server_engine(parsed, Pool())
     except (exc.ArgumentError, ImportError) as error:
         raise errors.ConfigError(f"unusable database URL {describe(url)}: {error}") from error
     statement = _READ_ONLY_SESSION.get(parsed.get_backend_name())
@@ -178,20 +215,24 @@ def _read_only_session(statement: str, dbapi_connection: Any, _record: Any) -> N
     dbapi_connection.commit()
 
 
-def create_autocommit_engine(engine: Engine) -> Engine:
+def create_autocommit_engine(engine: Engine, pool: Pool | None = None) -> Engine:
     """An engine on the same database whose connections stay in autocommit: for single
     statements (reads, one-statement writes), each committed on its own.
 
-    On a server database it has a pool of its own, so that its connections are never
-    switched in and out of autocommit and need no rollback when returned: that saves
-    round trips on every checkout and return. SQLite shares the engine's pool.
+    On a server database it has a pool of its own (`pool`, sized as the engine's), so
+    that its connections are never switched in and out of autocommit and need no
+    rollback when returned: that saves round trips on every checkout and return. The
+    prepared statements (prepared.Prepared, the libpq fast path included) run on
+    connections of this pool. SQLite shares the engine's pool.
     """
     if engine.dialect.name == "sqlite":
         return engine.execution_options(isolation_level="AUTOCOMMIT")
-    return _server_engine(engine.url, isolation_level="AUTOCOMMIT", pool_reset_on_return=None)
+    return _server_engine(
+        engine.url, pool or Pool(), isolation_level="AUTOCOMMIT", pool_reset_on_return=None
+    )
 
 
-def _server_engine(url: URL, **options: Any) -> Engine:
+def _server_engine(url: URL, pool: Pool, **options: Any) -> Engine:
     if url.get_backend_name() in MYSQL_DIALECTS:
         options.setdefault("isolation_level", MYSQL_ISOLATION_LEVEL)
     return sqlalchemy.create_engine(
@@ -199,10 +240,8 @@ def _server_engine(url: URL, **options: Any) -> Engine:
         # server dropped fails once; the pool is then invalidated and the Store
         # retries that read on a fresh connection.
         url,
-        pool_recycle=3600,
-        pool_size=POOL_SIZE,
-        max_overflow=MAX_OVERFLOW,
         connect_args=_connect_args(url),
+        **pool.engine_args(),
         **options,
     )
 

@@ -10,6 +10,7 @@ import logging
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
+from oslo_config import cfg
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
@@ -56,13 +57,21 @@ def utcnow() -> datetime:
 class Store:
     """Sessions on one engine; every SQLAlchemy error leaves as an InspectorError."""
 
-    def __init__(self, engine: Engine, *, clock: Clock = utcnow, notify: bool = False) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        clock: Clock = utcnow,
+        notify: bool = False,
+        pool: engines.Pool | None = None,
+    ) -> None:
         self.engine = engine
         self.clock = clock
         #: Write an outbox notification with each start, finish and failure.
         self.notify = notify
         self._sessions = sessionmaker(bind=engine, expire_on_commit=False)
-        self._autocommit = engines.create_autocommit_engine(engine)
+        #: The autocommit engine's pool is sized as the engine's (`pool`).
+        self._autocommit = engines.create_autocommit_engine(engine, pool)
         # PostgreSQL writes a state change and its request row as one statement.
         self._one_statement_swap = engine.dialect.name == "postgresql"
         self._read_node = Prepared(self._autocommit, transitions.READ_NODE)
@@ -98,8 +107,22 @@ class Store:
         return None if statement is None else Prepared(self._autocommit, statement)
 
     @classmethod
-    def from_url(cls, url: str, *, clock: Clock = utcnow, notify: bool = False) -> "Store":
-        return cls(engines.create_engine(url), clock=clock, notify=notify)
+    def from_url(
+        cls,
+        url: str,
+        *,
+        clock: Clock = utcnow,
+        notify: bool = False,
+        pool: engines.Pool | None = None,
+    ) -> "Store":
+        return cls(engines.create_engine(url, pool), clock=clock, notify=notify, pool=pool)
+
+    @classmethod
+    def from_conf(cls, conf: cfg.ConfigOpts, *, notify: bool = False) -> "Store":
+        """The store of [database] connection, its pools sized by the [database] options."""
+        return cls.from_url(
+            engines.database_url(conf), notify=notify, pool=engines.Pool.from_conf(conf)
+        )
 
     def __repr__(self) -> str:
         return f"Store({engines.describe(self.engine.url)})"

@@ -5,7 +5,8 @@ import pymysql
 from sqlalchemy import exc
 from sqlalchemy.pool.base import ResetStyle
 
-from inspector.store import create_engine
+from inspector.conf import load as load_conf
+from inspector.store import Store, create_engine
 from inspector.store import engine as engines
 
 SERVER_URL = "postgresql+psycopg://inspector:s3cret@127.0.0.1:1/nodb"
@@ -21,9 +22,63 @@ def test_server_autocommit_engine_has_its_own_pool_that_never_rolls_back():
         # No rollback when a connection returns: in autocommit nothing is left open.
         assert autocommit.pool._reset_on_return is ResetStyle.reset_none
         for pool in (engine.pool, autocommit.pool):
-            assert pool.size() == engines.POOL_SIZE
+            assert pool.size() == 5  # oslo.db's default max_pool_size
     finally:
         autocommit.dispose()
+        engine.dispose()
+
+
+def _pool_settings(pool) -> tuple:
+    return pool.size(), pool._max_overflow, pool.timeout(), pool._recycle
+
+
+def test_the_database_pool_options_size_both_pools_of_a_store(tmp_path):
+    config = tmp_path / "inspector.conf"
+    config.write_text(
+        f"[database]\nconnection = {SERVER_URL}\nmax_pool_size = 17\nmax_overflow = 3\n"
+        "pool_timeout = 7\nconnection_recycle_time = 600\n"
+    )
+    conf = load_conf(["--config-file", str(config)])
+    store = Store.from_conf(conf)
+    try:
+        for pool in (store.engine.pool, store._autocommit.pool):
+            assert _pool_settings(pool) == (17, 3, 7, 600)
+    finally:
+        store.close()
+
+
+def test_the_pool_defaults_are_oslo_dbs():
+    conf = load_conf([])
+    assert engines.Pool.from_conf(conf) == engines.Pool(size=5, overflow=50, recycle=3600)
+    engine = create_engine(SERVER_URL, engines.Pool.from_conf(conf))
+    try:
+        # pool_timeout unset: SQLAlchemy's 30 s, as under oslo.db.
+        assert _pool_settings(engine.pool) == (5, 50, 30, 3600)
+    finally:
+        engine.dispose()
+
+
+def test_ironic_inspectors_old_names_of_the_pool_options(tmp_path):
+    config = tmp_path / "ironic-inspector.conf"
+    config.write_text("[DEFAULT]\nsql_max_overflow = 4\n[DATABASE]\nsqlalchemy_pool_timeout = 9\n")
+    pool = engines.Pool.from_conf(load_conf(["--config-file", str(config)]))
+    assert (pool.overflow, pool.timeout) == (4, 9)
+
+
+def test_unlimited_pools(tmp_path):
+    engine = create_engine(SERVER_URL, engines.Pool(size=0, overflow=-1, recycle=-1))
+    try:
+        assert _pool_settings(engine.pool)[:2] == (0, -1)
+        assert engine.pool._recycle == -1
+    finally:
+        engine.dispose()
+
+
+def test_sqlite_keeps_sqlalchemys_pool(tmp_path):
+    engine = create_engine(f"sqlite:///{tmp_path / 'db.sqlite'}", engines.Pool(size=17))
+    try:
+        assert engine.pool.size() == 5  # SQLAlchemy's QueuePool default, not 17
+    finally:
         engine.dispose()
 
 
