@@ -1,4 +1,5 @@
-"""API authentication: who the caller is (noauth, http_basic, keystone), put on flask.g.credentials.
+"""API authentication: who the caller is (noauth, http_basic, keystone), as an oslo.context
+RequestContext on flask.g.context and its policy values on flask.g.credentials.
 
 Routes marked @public need no credentials. What a caller may do is decided by policy.py, not here.
 """
@@ -9,6 +10,7 @@ from typing import Any
 
 import flask
 from oslo_config import cfg
+from oslo_context import context as oslo_context
 
 from inspector.api import htpasswd
 from inspector.conf import http_basic
@@ -22,20 +24,35 @@ PUBLIC_MARKER = "inspector_public_api"
 #: Realm of the HTTP basic challenge.
 REALM = "inspector"
 
-#: The keystonemiddleware headers we read. They are trustworthy only because auth_token
-#: strips any copy the client sent before it validates the token.
-IDENTITY_HEADERS = {
-    "user_id": "X-User-Id",
-    "user_name": "X-User-Name",
-    "user_domain_id": "X-User-Domain-Id",
-    "project_id": "X-Project-Id",
-    "project_name": "X-Project-Name",
-    "project_domain_id": "X-Project-Domain-Id",
-    "domain_id": "X-Domain-Id",
-    "system_scope": "X-System-Scope",
-}
+#: What http_basic and noauth callers are: users of the whole deployment (there are no
+#: projects without Keystone), so their roles count as a system-scoped token's would.
+SYSTEM_SCOPE = "all"
 
-Identify = Callable[[flask.Request], dict[str, Any]]
+
+class RequestContext(oslo_context.RequestContext):
+    """oslo.context's request context, with ironic-inspector's `is_public_api` policy value.
+
+    Never oslo.context's thread-local "current" context (overwrite=False): that one would
+    outlive the request on the server's thread.
+    """
+
+    def __init__(self, is_public_api: bool = False, **kwargs: Any) -> None:
+        kwargs.setdefault("overwrite", False)
+        super().__init__(**kwargs)
+        self.is_public_api = is_public_api
+
+    def to_policy_values(self) -> dict[str, Any]:
+        """oslo.context's values (roles, system_scope, service_roles, is_admin_project...)
+        as a plain dict, with is_public_api and, as Ironic's, project_name (for a rule
+        such as `role:service and project_name:service`): the credentials rules see."""
+        return {
+            **super().to_policy_values(),
+            "project_name": self.project_name,
+            "is_public_api": self.is_public_api,
+        }
+
+
+Identify = Callable[[flask.Request], RequestContext]
 
 
 def public(view):
@@ -48,27 +65,17 @@ def is_public(view) -> bool:
     return getattr(view, PUBLIC_MARKER, False) is True
 
 
-def credentials(roles: list[str], user_id: str | None = None, **extra: Any) -> dict[str, Any]:
-    """Credentials in the form policy rules see them (oslo.policy's creds dict)."""
-    return {
-        "roles": roles,
-        "user_id": user_id,
-        "project_id": None,
-        "is_public_api": False,
-        **extra,
-    }
+def _public_context(_request: flask.Request) -> RequestContext:
+    """Whoever calls a public route: no identity, even with a token."""
+    return RequestContext(is_public_api=True)
 
 
-def _public_credentials() -> dict[str, Any]:
-    return credentials([], is_public_api=True)
-
-
-def _noauth(_request: flask.Request) -> dict[str, Any]:
-    return credentials(["admin"])
+def _noauth(_request: flask.Request) -> RequestContext:
+    return RequestContext(roles=["admin"], system_scope=SYSTEM_SCOPE, is_admin=True)
 
 
 def _basic_identify(users: htpasswd.UserFile) -> Identify:
-    def identify(request: flask.Request) -> dict[str, Any]:
+    def identify(request: flask.Request) -> RequestContext:
         # Werkzeug answers None for a missing, non-Basic or undecodable header.
         auth = request.authorization
         if auth is None or auth.type != "basic" or not auth.username:
@@ -82,7 +89,12 @@ def _basic_identify(users: htpasswd.UserFile) -> Identify:
                 request.path,
             )
             raise Unauthorized("Authentication failed: wrong user name or password")
-        return credentials(list(user.roles), user.name, user_name=user.name)
+        return RequestContext(
+            user_id=user.name,
+            user_name=user.name,
+            roles=list(user.roles),
+            system_scope=SYSTEM_SCOPE,
+        )
 
     return identify
 
@@ -94,13 +106,13 @@ def _challenge(response: flask.Response) -> flask.Response:
     return response
 
 
-def _keystone_identify(request: flask.Request) -> dict[str, Any]:
-    headers = request.headers
-    if headers.get("X-Identity-Status") != "Confirmed":
+def _keystone_identify(request: flask.Request) -> RequestContext:
+    # The identity headers (X-Roles, X-Project-Id, OpenStack-System-Scope, X-Service-Roles,
+    # X-Is-Admin-Project...) are keystonemiddleware's: auth_token strips or overwrites any
+    # copy the client sent, and X-Identity-Status says whether it validated a token.
+    if request.headers.get("X-Identity-Status") != "Confirmed":
         raise Unauthorized("Authentication required: a valid Keystone token is needed")
-    roles = [r.strip() for r in headers.get("X-Roles", "").split(",") if r.strip()]
-    extra = {key: headers.get(header) for key, header in IDENTITY_HEADERS.items()}
-    return credentials(roles, **extra)
+    return RequestContext.from_environ(request.environ)
 
 
 def _wrap_keystone(app: flask.Flask, conf: cfg.ConfigOpts, middleware_factory) -> None:
@@ -125,16 +137,16 @@ def _wrap_keystone(app: flask.Flask, conf: cfg.ConfigOpts, middleware_factory) -
 
 
 def _authenticate(identify: Identify) -> None:
-    """before_request hook: set flask.g.credentials, or refuse a protected route with 401."""
+    """before_request hook: set flask.g.context (the caller's RequestContext) and
+    flask.g.credentials (its policy values), or refuse a protected route with 401."""
     endpoint = flask.request.endpoint
     if endpoint is None:
         # Routing failed: let Flask answer 404 or 405 rather than hide it behind a 401.
         return
     view = flask.current_app.view_functions.get(endpoint)
-    if is_public(view):
-        flask.g.credentials = _public_credentials()
-        return
-    flask.g.credentials = identify(flask.request)
+    context = (_public_context if is_public(view) else identify)(flask.request)
+    flask.g.context = context
+    flask.g.credentials = context.to_policy_values()
 
 
 def install(app: flask.Flask, conf: cfg.ConfigOpts, *, middleware_factory=None) -> None:

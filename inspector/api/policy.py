@@ -1,6 +1,8 @@
 """API access rules (oslo.policy): ironic-inspector's rule names and defaults, and their check.
 
 Decides what credentials may do; who the caller is comes from auth.py. Unknown rules deny.
+The defaults are ironic-inspector 12.5's secure RBAC ones; each keeps its old role rule as
+an oslo.policy DeprecatedRule, honoured too under [oslo_policy] enforce_new_defaults = false.
 """
 
 import logging
@@ -33,21 +35,44 @@ MAX_DECISIONS = 4096
 #: (oslo.policy searches every configuration directory) costs more than a status read.
 API_RECHECK_INTERVAL = 1.0
 
-ADMIN = "rule:is_admin"
-READER = "rule:is_observer"
+# ironic-inspector 12.5's check strings, character for character (its policy.py): a
+# system-scoped admin or reader; the admin role in any project ("admin is admin across all
+# projects", OpenStack's RBAC direction); the service role, Ironic's service user.
+SYSTEM_ADMIN = "role:admin and system_scope:all"
+SYSTEM_READER = "role:reader and system_scope:all"
+ADMIN = f"({SYSTEM_ADMIN}) or (role:admin) or (role:service)"
+READER = f"({SYSTEM_READER}) or (role:admin) or (role:service)"
 PUBLIC = "rule:public_api"
+
+#: The rules before secure RBAC: the deprecated alternative of each default.
+DEPRECATED_ADMIN = "rule:is_admin"
+DEPRECATED_READER = "rule:is_observer"
+DEPRECATED_REASON = (
+    "The inspector API is now aware of system scope and default roles (and of the service "
+    "role, Ironic's service user)"
+)
+#: The OpenStack release whose ironic-inspector deprecated the old rules (Wallaby), as
+#: upstream's policy file says it.
+DEPRECATED_SINCE = "W"
 
 BASE_RULES = [
     oslo_policy.RuleDefault(
         "is_admin",
         "role:admin or role:administrator or role:baremetal_admin or role:service",
         description="Full read/write API access: start and abort introspection, read "
-        "its data, manage introspection rules.",
+        "its data, manage introspection rules. Used only by the deprecated rules.",
+        deprecated_for_removal=True,
+        deprecated_reason=DEPRECATED_REASON,
+        deprecated_since=DEPRECATED_SINCE,
     ),
     oslo_policy.RuleDefault(
         "is_observer",
         "role:reader or role:baremetal_observer or rule:is_admin",
-        description="Read-only API access: introspection status.",
+        description="Read-only API access: introspection status. Used only by the "
+        "deprecated rules.",
+        deprecated_for_removal=True,
+        deprecated_reason=DEPRECATED_REASON,
+        deprecated_since=DEPRECATED_SINCE,
     ),
     oslo_policy.RuleDefault(
         "public_api",
@@ -62,8 +87,11 @@ BASE_RULES = [
 ]
 
 
-def _operation(name: str, check: str, description: str, *operations: str):
-    """A documented rule; each operation is 'METHOD /path'."""
+def _operation(
+    name: str, check: str, description: str, *operations: str, deprecated: str | None = None
+):
+    """A documented rule; each operation is 'METHOD /path'; `deprecated`: the check string
+    it replaces, kept as its DeprecatedRule."""
     return oslo_policy.DocumentedRuleDefault(
         name=name,
         check_str=check,
@@ -72,6 +100,14 @@ def _operation(name: str, check: str, description: str, *operations: str):
             {"method": method, "path": path}
             for method, path in (op.split(" ", 1) for op in operations)
         ],
+        deprecated_rule=None
+        if deprecated is None
+        else oslo_policy.DeprecatedRule(
+            name=name,
+            check_str=deprecated,
+            deprecated_reason=DEPRECATED_REASON,
+            deprecated_since=DEPRECATED_SINCE,
+        ),
     )
 
 
@@ -100,27 +136,36 @@ OPERATION_RULES = [
         "Get introspection status",
         "GET /v1/introspection",
         "GET /v1/introspection/{node_id}",
+        deprecated=DEPRECATED_READER,
     ),
     _operation(
-        "introspection:start", ADMIN, "Start introspection", "POST /v1/introspection/{node_id}"
+        "introspection:start",
+        ADMIN,
+        "Start introspection",
+        "POST /v1/introspection/{node_id}",
+        deprecated=DEPRECATED_ADMIN,
     ),
     _operation(
         "introspection:abort",
         ADMIN,
         "Abort introspection",
         "POST /v1/introspection/{node_id}/abort",
+        deprecated=DEPRECATED_ADMIN,
     ),
     _operation(
         "introspection:data",
         ADMIN,
         "Get introspection data",
         "GET /v1/introspection/{node_id}/data",
+        "GET /v1/introspection/{node_id}/data/unprocessed",
+        deprecated=DEPRECATED_ADMIN,
     ),
     _operation(
         "introspection:reapply",
         ADMIN,
         "Reapply introspection on stored data",
         "POST /v1/introspection/{node_id}/data/unprocessed",
+        deprecated=DEPRECATED_ADMIN,
     ),
     _operation(
         "introspection:rule:get",
@@ -128,6 +173,7 @@ OPERATION_RULES = [
         "Get introspection rule(s)",
         "GET /v1/rules",
         "GET /v1/rules/{rule_id}",
+        deprecated=DEPRECATED_ADMIN,
     ),
     _operation(
         "introspection:rule:delete",
@@ -135,13 +181,22 @@ OPERATION_RULES = [
         "Delete introspection rule(s)",
         "DELETE /v1/rules",
         "DELETE /v1/rules/{rule_id}",
+        deprecated=DEPRECATED_ADMIN,
     ),
-    _operation("introspection:rule:create", ADMIN, "Create introspection rule", "POST /v1/rules"),
+    _operation(
+        "introspection:rule:create",
+        ADMIN,
+        "Create introspection rule",
+        "POST /v1/rules",
+        deprecated=DEPRECATED_ADMIN,
+    ),
     _operation(
         "introspection:metrics",
         READER,
-        'Read the Prometheus metrics (set to "" for a scraper without credentials)',
+        'Read the Prometheus metrics, as a status reader may (set to "" for a scraper '
+        "without credentials)",
         "GET /metrics",
+        deprecated=DEPRECATED_READER,
     ),
 ]
 
@@ -205,6 +260,11 @@ class Policy:
             raise ConfigError(
                 f"[oslo_policy] policy_file {self.enforcer.policy_path}: {exc}"
             ) from exc
+        if not conf.oslo_policy.enforce_new_defaults:
+            LOG.warning(
+                "[oslo_policy] enforce_new_defaults is false: the deprecated role rules "
+                "(is_admin, is_observer) pass too, wherever the policy file keeps a default"
+            )
 
     def authorize(
         self, rule: str, credentials: dict[str, Any], target: dict[str, Any] | None = None
@@ -250,9 +310,10 @@ class Policy:
             self._decisions[key] = allowed
 
     def _evaluate(self, rule: str, credentials: dict[str, Any], target: dict[str, Any]) -> bool:
-        # oslo.policy's enforce() looks at the file itself: a miss is rare enough.
+        # oslo.policy's enforce() looks at the file itself: a miss is rare enough. A copy:
+        # it adds "system" to a dict with "system_scope", which would change its key.
         try:
-            self.enforcer.authorize(rule, target, credentials, do_raise=True)
+            self.enforcer.authorize(rule, target, dict(credentials), do_raise=True)
         except oslo_policy.PolicyNotAuthorized:
             LOG.info("Policy %s refused user %s", rule, credentials.get("user_id"))
         except oslo_policy.PolicyNotRegistered:

@@ -11,7 +11,14 @@ from oslo_policy import opts as policy_opts
 from inspector.api import params, policy
 from inspector.errors import Forbidden
 
-READER = {"roles": ["reader"], "user_id": "r", "project_id": None, "is_public_api": False}
+#: A system-scoped reader: the role alone, in a project, no longer reads statuses.
+READER = {
+    "roles": ["reader"],
+    "user_id": "r",
+    "project_id": None,
+    "system_scope": "all",
+    "is_public_api": False,
+}
 
 
 class Clock:

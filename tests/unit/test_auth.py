@@ -43,6 +43,23 @@ def build_app(conf, **install_kwargs) -> flask.Flask:
         checker.authorize(READER_RULE, flask.g.credentials)
         return dict(flask.g.credentials)
 
+    @app.get("/context")
+    def context_view():
+        """What other modules may read of the caller: its oslo.context RequestContext."""
+        context = flask.g.context
+        assert isinstance(context, auth.RequestContext)
+        return {
+            "user_id": context.user_id,
+            "user_name": context.user_name,
+            "project_id": context.project_id,
+            "project_name": context.project_name,
+            "system_scope": context.system_scope,
+            "roles": context.roles,
+            "service_roles": context.service_roles,
+            "is_admin_project": context.is_admin_project,
+            "credentials_are_its_policy_values": flask.g.credentials == context.to_policy_values(),
+        }
+
     auth.install(app, conf, **install_kwargs)
     return app
 
@@ -55,8 +72,10 @@ def test_noauth_caller_is_an_admin(conf):
     response = client.get("/admin")
     assert response.status_code == 200
     assert response.json["roles"] == ["admin"]
+    assert response.json["system_scope"] == "all"
     assert response.json["is_public_api"] is False
     assert client.get("/reader").status_code == 200
+    assert client.get("/context").json["credentials_are_its_policy_values"] is True
 
 
 def test_public_route_gets_public_credentials(conf):
@@ -136,7 +155,12 @@ def test_admin_passes_admin_rule(basic_client):
     assert response.status_code == 200
     assert response.json["user_id"] == "alice"
     assert response.json["roles"] == ["admin"]
+    # The file's users are the whole deployment's: system-scoped, as Keystone would say.
+    assert response.json["system_scope"] == "all"
     assert response.json["is_public_api"] is False
+    context = basic_client.get("/context", headers=basic("alice", "alice-pw")).json
+    assert context["user_name"] == "alice"
+    assert context["credentials_are_its_policy_values"] is True
 
 
 def test_reader_is_refused_admin_rule_but_passes_reader_rule(basic_client):
@@ -324,10 +348,29 @@ def token_body(*roles: str, expires_at: str = "2999-01-01T00:00:00.000000Z") -> 
             "expires_at": expires_at,
             "user": {"id": "user-" + "-".join(roles), "name": "someone", "domain": domain},
             "project": {"id": "project-1", "name": "baremetal", "domain": domain},
+            # Keystone says so when [resource] admin_project_name is set; keystoneauth
+            # reads a missing one as true.
+            "is_admin_project": False,
             "roles": [{"id": f"id-{r}", "name": r} for r in roles],
             "catalog": [],
         }
     }
+
+
+def system_token_body(*roles: str) -> dict:
+    """A system-scoped token: "system": {"all": true} instead of a project."""
+    body = token_body(*roles)
+    del body["token"]["project"]
+    body["token"]["system"] = {"all": True}
+    body["token"]["user"]["id"] = "system-user-" + "-".join(roles)
+    return body
+
+
+def service_token_body() -> dict:
+    body = token_body("service")
+    body["token"]["user"].update(id="ironic-user", name="ironic")
+    body["token"]["project"].update(id="service-project", name="service")
+    return body
 
 
 TOKENS = {
@@ -335,6 +378,9 @@ TOKENS = {
     "reader-token": token_body("reader"),
     "member-token": token_body("member"),
     "expired-admin-token": token_body("admin", expires_at="2020-01-01T01:00:00.000000Z"),
+    "system-reader-token": system_token_body("reader"),
+    "system-admin-token": system_token_body("admin", "member", "reader"),
+    "service-token": service_token_body(),
 }
 
 
@@ -400,12 +446,69 @@ def test_keystone_admin_token_passes_admin_rule(keystone_client):
 
 
 @KEYSTONE_IMPORT
-def test_keystone_reader_token_gets_policy(keystone_client):
+def test_keystone_project_reader_is_refused_and_system_reader_passes(keystone_client):
     response = keystone_client.get("/admin", headers=token("reader-token"))
     assert response.status_code == 403
     assert ADMIN_RULE in response.json["error"]["message"]
-    assert keystone_client.get("/reader", headers=token("reader-token")).status_code == 200
+    assert keystone_client.get("/reader", headers=token("reader-token")).status_code == 403
     assert keystone_client.get("/reader", headers=token("member-token")).status_code == 403
+    response = keystone_client.get("/reader", headers=token("system-reader-token"))
+    assert response.status_code == 200
+    assert response.json["system_scope"] == "all"
+    assert response.json["project_id"] is None
+    assert keystone_client.get("/admin", headers=token("system-reader-token")).status_code == 403
+    assert keystone_client.get("/admin", headers=token("system-admin-token")).status_code == 200
+
+
+@KEYSTONE_IMPORT
+def test_keystone_context_comes_from_oslo_context(keystone_client):
+    context = keystone_client.get("/context", headers=token("admin-token")).json
+    assert context == {
+        "user_id": "user-admin-member",
+        "user_name": "someone",
+        "project_id": "project-1",
+        "project_name": "baremetal",
+        "system_scope": None,
+        "roles": ["admin", "member"],
+        "service_roles": [],
+        "is_admin_project": False,
+        "credentials_are_its_policy_values": True,
+    }
+
+
+@KEYSTONE_IMPORT
+def test_keystone_service_token_gives_service_roles(keystone_client):
+    headers = {**token("reader-token"), "X-Service-Token": "service-token"}
+    context = keystone_client.get("/context", headers=headers).json
+    assert context["roles"] == ["reader"]
+    assert context["service_roles"] == ["service"]
+    assert context["user_id"] == "user-reader"
+
+
+@KEYSTONE_IMPORT
+def test_keystone_service_user_passes(keystone_client):
+    response = keystone_client.get("/admin", headers=token("service-token"))
+    assert response.status_code == 200
+    assert response.json["roles"] == ["service"]
+    assert response.json["user_id"] == "ironic-user"
+
+
+@KEYSTONE_IMPORT
+@pytest.mark.parametrize(
+    "forged",
+    [
+        {"OpenStack-System-Scope": "all"},
+        {"X-Roles": "admin", "X-Is-Admin-Project": "True", "X-Service-Roles": "service"},
+    ],
+)
+def test_keystone_forged_scope_or_roles_are_overwritten(keystone_client, forged):
+    headers = {**token("reader-token"), **forged}
+    assert keystone_client.get("/reader", headers=headers).status_code == 403
+    context = keystone_client.get("/context", headers=headers).json
+    assert context["system_scope"] is None
+    assert context["roles"] == ["reader"]
+    assert context["service_roles"] == []
+    assert context["is_admin_project"] is False
 
 
 @KEYSTONE_IMPORT
