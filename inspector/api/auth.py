@@ -32,14 +32,18 @@ SYSTEM_SCOPE = "all"
 class RequestContext(oslo_context.RequestContext):
     """oslo.context's request context, with ironic-inspector's `is_public_api` policy value.
 
-    Never oslo.context's thread-local "current" context (overwrite=False): that one would
-    outlive the request on the server's thread.
+    Never oslo.context's thread-local "current" context (which overwrite=False alone
+    still fills when it is empty): that one would outlive the request on the server's
+    thread.
     """
 
     def __init__(self, is_public_api: bool = False, **kwargs: Any) -> None:
         kwargs.setdefault("overwrite", False)
         super().__init__(**kwargs)
         self.is_public_api = is_public_api
+
+    def update_store(self) -> None:
+        """Not the thread store: flask.g.context is the request's."""
 
     def to_policy_values(self) -> dict[str, Any]:
         """oslo.context's values (roles, system_scope, service_roles, is_admin_project...)

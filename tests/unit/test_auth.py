@@ -12,6 +12,7 @@ import re
 import bcrypt
 import flask
 import pytest
+from oslo_context import context as oslo_context
 
 from inspector.api import auth, errors, htpasswd, policy
 from inspector.errors import ConfigError
@@ -76,6 +77,15 @@ def test_noauth_caller_is_an_admin(conf):
     assert response.json["is_public_api"] is False
     assert client.get("/reader").status_code == 200
     assert client.get("/context").json["credentials_are_its_policy_values"] is True
+
+
+def test_context_is_never_oslo_contexts_thread_store(conf, monkeypatch):
+    # Emptied: oslo.context fills an empty store even with overwrite=False.
+    monkeypatch.setattr(oslo_context._request_store, "context", None, raising=False)
+    client = build_app(conf).test_client()
+    assert client.get("/context").status_code == 200
+    assert client.get("/public").status_code == 200
+    assert oslo_context.get_current() is None
 
 
 def test_public_route_gets_public_credentials(conf):
