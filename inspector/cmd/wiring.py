@@ -15,6 +15,7 @@ from oslo_config import cfg
 from inspector import coordination
 from inspector.broker import channels, notifier
 from inspector.broker.queue import WorkQueue
+from inspector.coordination import backends as dlm
 from inspector.coordination.election import Election
 from inspector.errors import ConfigError
 from inspector.firewall import demand, drivers, manager, sources
@@ -42,17 +43,30 @@ JOIN_BOUND = 30.0
 
 def check_shared_backends(conf: cfg.ConfigOpts, role: str) -> None:
     """`inspector api` and `inspector worker` share work with other processes: an
-    in-process queue or lock table would silently split the cluster. Refuse them."""
+    in-process queue or lock table would silently split the cluster, and memcached
+    cannot coordinate several hosts. Refuse them, and a DLM Inspector cannot use."""
     problems = []
+    backend_url = conf.coordination.backend_url
     if conf.queue.transport_url.startswith("memory:"):
         problems.append(
             "[queue] transport_url = memory:// only works inside one process; "
             "use amqp://... (RabbitMQ) or redis://..."
         )
-    if conf.coordination.backend_url.startswith("memory:"):
+    unusable = dlm.unsupported(backend_url)
+    if unusable:
+        problems.append(unusable)
+    elif backend_url.startswith("memory:"):
         problems.append(
             "[coordination] backend_url = memory:// only works inside one process; "
             "use redis://..., etcd3+http://... or zookeeper://..."
+        )
+    elif dlm.scheme_of(backend_url) == "memcached" and not conf.coordination.single_host:
+        problems.append(
+            "[coordination] backend_url = memcached://... cannot coordinate processes on "
+            "several hosts: memcached is one unreplicated server whose locks live in a "
+            "cache (evicted when full, gone when it restarts), no HA. Across hosts, use "
+            "redis://..., etcd3+http://... or zookeeper://...; if every Inspector "
+            "process runs on this host, set [coordination] single_host = true"
         )
     if problems:
         raise ConfigError(
@@ -62,11 +76,8 @@ def check_shared_backends(conf: cfg.ConfigOpts, role: str) -> None:
         )
     if not conf.database.connection:
         LOG.warning("Embedded SQLite database: every process must run on this host")
-    if conf.coordination.backend_url.startswith(("file:", "ipc:")):
-        LOG.warning(
-            "%s locks only work between processes of this host",
-            conf.coordination.backend_url.split(":")[0],
-        )
+    if backend_url.startswith("file:"):
+        LOG.warning("file locks only work between processes of this host")
 
 
 def open_store(conf: cfg.ConfigOpts) -> Store:

@@ -9,8 +9,19 @@ OPTS = [
         "backend_url",
         default="memory://",
         help="tooz URL of the distributed lock manager: redis://host:6379, "
-        "etcd3+http://host:2379, zookeeper://host:2181, or memory:// (in-process, "
-        "a single process only). ironic-inspector's default was memcached.",
+        "etcd3+http://host:2379 (pip extra [etcd]), zookeeper://host:2181 ([zookeeper]), "
+        "memcached://host:11211 ([memcached]; one host only, see single_host), or "
+        "memory:// (in-process, a single process only). ironic-inspector's default was "
+        "memcached://localhost:11211.",
+    ),
+    cfg.BoolOpt(
+        "single_host",
+        default=False,
+        help="Every Inspector process that uses this DLM runs on this one host (as "
+        "`inspector all` always does). Only then do `inspector api` and `inspector "
+        "worker` accept memcached:// as backend_url: memcached is one unreplicated "
+        "server whose locks live in a cache (evicted when it is full, gone when it "
+        "restarts), which cannot give a cluster of several hosts its HA.",
     ),
     cfg.IntOpt(
         "max_retries",
