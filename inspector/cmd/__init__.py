@@ -15,9 +15,38 @@ from inspector.errors import ConfigError, InspectorError
 LOG = logging.getLogger(__name__)
 
 CONFIG_HELP = (
-    "oslo.config options: --config-file FILE (repeatable, later files win) and "
-    "--config-dir DIR (every *.conf in it, after the files)"
+    "oslo.config options, before or after the command: --config-file FILE (repeatable, "
+    "later files win) and --config-dir DIR (every *.conf in it, after the files)"
 )
+#: oslo.config's own command-line options, each with a value.
+CONFIG_OPTIONS = ("--config-file", "--config-dir")
+
+
+def config_arguments(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(the --config-file/--config-dir arguments, the others), each in argv's order.
+
+    oslo.config's options may come before the command (`inspector --config-file F api`)
+    as well as after it; all of them reach the configuration, in the order given, so
+    that later files still win. Nothing after `--` is taken.
+    """
+    config: list[str] = []
+    others: list[str] = []
+    arguments = iter(argv)
+    for argument in arguments:
+        if argument == "--":
+            others.append(argument)
+            others.extend(arguments)
+            break
+        name = argument.partition("=")[0]
+        if name not in CONFIG_OPTIONS:
+            others.append(argument)
+        elif "=" in argument:
+            config.append(argument)
+        else:
+            value = next(arguments, None)
+            # Without its value, oslo.config says what is missing.
+            config.extend([argument] if value is None else [argument, value])
+    return config, others
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -27,6 +56,19 @@ def _parser() -> argparse.ArgumentParser:
         epilog=CONFIG_HELP,
     )
     parser.add_argument("--version", action="version", version=__version__)
+    # Shown in the help; taken out of argv before parsing (config_arguments).
+    parser.add_argument(
+        "--config-file",
+        metavar="FILE",
+        action="append",
+        help="a configuration file (repeatable, later files win)",
+    )
+    parser.add_argument(
+        "--config-dir",
+        metavar="DIR",
+        action="append",
+        help="a directory of *.conf files, read after the files before it",
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in (service_cmd, db_cmd, config_cmd, status_cmd):
         module.add_parsers(commands)
@@ -35,10 +77,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit status."""
-    argv = list(sys.argv[1:] if argv is None else argv)
+    config, argv = config_arguments(sys.argv[1:] if argv is None else argv)
     args, rest = _parser().parse_known_args(argv)
     try:
-        return int(args.run(args, rest) or 0)
+        return int(args.run(args, config + rest) or 0)
     except ConfigError as exc:
         print(f"inspector: {exc.message}", file=sys.stderr)
         return 2
