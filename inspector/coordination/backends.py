@@ -43,7 +43,7 @@ LEASE_OPTIONS: dict[str, tuple[str, ...]] = {
 EXPIRING_SCHEMES = frozenset(LEASE_OPTIONS)
 #: Schemes whose drivers give what the service needs: non-blocking locks that expire,
 #: whose holder can renew them and learn that it lost them, and groups. Not tooz's
-#: ipc:// (no groups), mysql://, postgresql:// or kubernetes:// (no groups, no expiry).
+#: ipc://, mysql://, postgresql:// or kubernetes://: none has groups.
 SUPPORTED_SCHEMES = EXPIRING_SCHEMES | {"memory", "file"}
 #: The client library of each optional tooz driver: (module, extra of our distribution).
 CLIENT_LIBRARIES = {
