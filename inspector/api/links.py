@@ -1,4 +1,5 @@
-"""Absolute links under the API root, right behind a proxy (X-Forwarded-* and prefix)."""
+"""Links under the API root, right behind a proxy (X-Forwarded-* and prefix): absolute,
+or as a path from the server's root (rules, as ironic-inspector has them)."""
 
 import functools
 
@@ -13,6 +14,19 @@ def link(path: str, rel: str = "self", *, under: str | None = None) -> dict[str,
     """The link to `path` under `under` (the request's root(), read once for a listing's
     many links) or the current request's root."""
     return {"rel": rel, "href": (under or root()) + path}
+
+
+def path_link(path: str, rel: str = "self", *, under: str | None = None) -> dict[str, str]:
+    """The link to `path` as a path from the server's root, prefix included
+    (`/v1/rules/<uuid>`, `/inspector/v1/rules/<uuid>` under a prefix): what
+    ironic-inspector's flask.url_for gave. `under` is path_root(), read once for a
+    listing's many links."""
+    return {"rel": rel, "href": (under if under is not None else path_root()) + path}
+
+
+def path_root() -> str:
+    """The path of the current request's API root, with one slash at the end."""
+    return flask.request.root_path.rstrip("/") + "/"
 
 
 def root() -> str:

@@ -4,7 +4,7 @@ import flask
 
 from inspector.api import params, schemas
 from inspector.api.context import services
-from inspector.api.links import link
+from inspector.api.links import path_link, path_root
 from inspector.processing.rule_schema import validate_rule
 
 blueprint = flask.Blueprint("rules", __name__)
@@ -14,8 +14,10 @@ def authorize(rule: str) -> None:
     services().policy.authorize(rule, flask.g.credentials)
 
 
-def _with_links(rule: dict) -> dict:
-    return {**rule, "links": [link(f"v1/rules/{rule['uuid']}")]}
+def _with_links(rule: dict, under: str | None = None) -> dict:
+    # A path, not a URL: ironic-inspector's rule links are relative (its introspection
+    # links are absolute, and so are ours).
+    return {**rule, "links": [path_link(f"v1/rules/{rule['uuid']}", under=under)]}
 
 
 @blueprint.post("/v1/rules")
@@ -32,7 +34,8 @@ def create():
 def list_rules():
     authorize("introspection:rule:get")
     params.only()
-    return {"rules": [_with_links(rule) for rule in services().store.rule_summaries()]}
+    under = path_root()
+    return {"rules": [_with_links(rule, under) for rule in services().store.rule_summaries()]}
 
 
 @blueprint.delete("/v1/rules")

@@ -8,6 +8,7 @@ import string
 from collections.abc import Callable
 from typing import Any
 
+from inspector.processing import rule_regex
 from inspector.processing.context import ProcessingContext, ProcessingError
 
 #: Parameters whose strings are formatted from the data and the node before the action runs.
@@ -16,9 +17,39 @@ FORMATTED_PARAMS = ("value", "message")
 #: otherwise build a string of that size.
 MAX_FORMAT_WIDTH = 1024
 
+#: The names a reference starts from; run() gets a source for each.
+NAMES = ("data", "node")
+#: str.format's conversions (`!r`, `!s`, `!a`).
+CONVERSIONS = ("r", "s", "a")
+
 _FIELD = re.compile(r"(?P<name>\w+)(?P<keys>(?:\[[^\[\]]*\])*)")
 _KEY = re.compile(r"\[([^\[\]]*)\]")
 _MISSING = object()
+
+
+def _parse_field(field_name: str) -> tuple[str, list[str]]:
+    """(name, keys) of a reference `name[key]...`; ProcessingError for anything else:
+    attribute access, or a name other than data and node."""
+    if not field_name:
+        raise ProcessingError("{}: a field needs a name, use data or node")
+    match = _FIELD.fullmatch(field_name)
+    if match is None:
+        raise ProcessingError(
+            f"{{{field_name}}}: only item lookup such as {{data[key]}} is allowed"
+        )
+    name = match["name"]
+    if name not in NAMES:
+        raise ProcessingError(f"{{{field_name}}}: unknown name {name!r}, use data or node")
+    return name, _KEY.findall(match["keys"])
+
+
+def _check_spec(field_name: str, format_spec: str) -> None:
+    # A format spec is the rule's own text, never data: `{data[x]:{data}}` would expand
+    # the data into the spec, and an error about the spec would quote it.
+    if "{" in format_spec:
+        raise ProcessingError(f"{{{field_name}}}: a format spec cannot hold a replacement field")
+    if any(int(number) > MAX_FORMAT_WIDTH for number in re.findall(r"\d+", format_spec)):
+        raise ProcessingError(f"format spec {format_spec!r} is too wide")
 
 
 class _ItemFormatter(string.Formatter):
@@ -30,33 +61,56 @@ class _ItemFormatter(string.Formatter):
         self._sources = sources
 
     def get_field(self, field_name: str, args: Any, kwargs: Any) -> tuple[Any, str]:
-        match = _FIELD.fullmatch(field_name)
-        if match is None:
-            raise ProcessingError(
-                f"{{{field_name}}}: only item lookup such as {{data[key]}} is allowed"
-            )
-        name = match["name"]
+        name, keys = _parse_field(field_name)
         if name not in self._sources:
             raise ProcessingError(f"{{{field_name}}}: unknown name {name!r}, use data or node")
         value = self._sources[name]
-        for key in _KEY.findall(match["keys"]):
+        for key in keys:
             value = _item(value, key, field_name)
         return value, name
 
     def parse(self, format_string: str) -> Any:
-        # A format spec is the rule's own text, never data: `{data[x]:{data}}` would
-        # expand the data into the spec, and an error about the spec would quote it.
         for literal, field_name, format_spec, conversion in super().parse(format_string):
-            if format_spec and "{" in format_spec:
-                raise ProcessingError(
-                    f"{{{field_name}}}: a format spec cannot hold a replacement field"
-                )
+            if format_spec:
+                _check_spec(field_name, format_spec)
             yield literal, field_name, format_spec, conversion
 
     def format_field(self, value: Any, format_spec: str) -> Any:
-        if any(int(number) > MAX_FORMAT_WIDTH for number in re.findall(r"\d+", format_spec)):
-            raise ProcessingError(f"format spec {format_spec!r} is too wide")
+        _check_spec("", format_spec)
         return super().format_field(value, format_spec)
+
+
+def check_formats(value: Any) -> None:
+    """Refuse, as formatting would whatever the data, every string in value (list items,
+    dict keys and values) that can never be formatted safely: broken braces, attribute
+    access, a name other than data and node, a positional field, an unknown conversion,
+    a replacement field inside a format spec, a width over MAX_FORMAT_WIDTH.
+
+    Raises ProcessingError naming the reference. What depends on the data (a missing
+    key, a spec the value's type refuses) is left to formatting.
+    """
+    if isinstance(value, str):
+        try:
+            fields = list(string.Formatter().parse(value))
+        except ValueError as exc:
+            raise ProcessingError(f"cannot format {rule_regex.shown(value)}: {exc}") from exc
+        for _literal, field_name, format_spec, conversion in fields:
+            if field_name is None:
+                continue
+            _parse_field(field_name)
+            if conversion is not None and conversion not in CONVERSIONS:
+                raise ProcessingError(
+                    f"{{{field_name}}}: unknown conversion {conversion!r}, use r, s or a"
+                )
+            if format_spec:
+                _check_spec(field_name, format_spec)
+    elif isinstance(value, list):
+        for item in value:
+            check_formats(item)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            check_formats(key)
+            check_formats(item)
 
 
 def _item(container: Any, key: str, field_name: str) -> Any:

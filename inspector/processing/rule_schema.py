@@ -7,7 +7,8 @@ import uuid as uuid_module
 from typing import Any
 
 from inspector.errors import BadRequest
-from inspector.processing import rule_regex
+from inspector.processing import rule_actions, rule_regex
+from inspector.processing.context import ProcessingError
 
 #: Condition operators and the parameters each requires.
 CONDITIONS: dict[str, tuple[str, ...]] = {
@@ -100,6 +101,14 @@ def _check_action(index: int, action: Any) -> dict[str, Any]:
     for key in ("path", "name", "message"):
         if key in action and (not isinstance(action[key], str) or not action[key]):
             _fail(where, f"{key} must be a non-empty string")
+    for key in rule_actions.FORMATTED_PARAMS:
+        if key in action:
+            # Refused now what formatting would refuse whatever the data, as a 400
+            # naming the action and the parameter, not as a failed introspection later.
+            try:
+                rule_actions.check_formats(action[key])
+            except ProcessingError as exc:
+                _fail(f"{where} ({name}) {key}", exc.message)
     return action
 
 

@@ -40,7 +40,8 @@ def test_create_get_list_delete(client):
     }
     assert rule["conditions"][1]["invert"] is True
     assert rule["actions"] == RULE["actions"]
-    assert rule["links"] == [{"rel": "self", "href": f"http://localhost/v1/rules/{rule['uuid']}"}]
+    # A path, as ironic-inspector's rule links (flask.url_for) are.
+    assert rule["links"] == [{"rel": "self", "href": f"/v1/rules/{rule['uuid']}"}]
     assert client.get(f"/v1/rules/{rule['uuid']}").json == rule
     listed = client.get("/v1/rules").json["rules"]
     assert listed == [
@@ -49,6 +50,18 @@ def test_create_get_list_delete(client):
     assert client.delete(f"/v1/rules/{rule['uuid']}").status_code == 204
     assert client.get(f"/v1/rules/{rule['uuid']}").status_code == 404
     assert client.delete(f"/v1/rules/{rule['uuid']}").status_code == 404
+
+
+def test_rule_links_keep_the_prefix_the_api_is_served_under(client):
+    under = "http://localhost/inspector/"
+    rule = client.post("/v1/rules", json=RULE, base_url=under).json
+    assert rule["links"] == [{"rel": "self", "href": f"/inspector/v1/rules/{rule['uuid']}"}]
+    assert client.get("/v1/rules", base_url=under).json["rules"][0]["links"] == rule["links"]
+    assert client.get(f"/v1/rules/{rule['uuid']}", base_url=under).json == rule
+    # Introspection links stay absolute, as ironic-inspector's are.
+    assert client.get("/", base_url=under).json["versions"][0]["links"][0]["href"] == (
+        "http://localhost/inspector/v1"
+    )
 
 
 def test_old_versions_get_200(client):
@@ -104,6 +117,74 @@ def test_invalid_rules_are_400(client, change, fragment):
     response = client.post("/v1/rules", json={**RULE, **change})
     assert response.status_code == 400
     assert fragment in response.json["error"]["message"]
+
+
+def with_value(value, action="set-attribute", index=1):
+    """RULE with an action at `index` whose formatted parameter is value."""
+    key = "message" if action == "fail" else "value"
+    extra = {"path": "/extra/x"} if action in ("set-attribute", "extend-attribute") else {}
+    if action == "set-capability":
+        extra = {"name": "cap"}
+    actions = [{"action": "add-trait", "name": "CUSTOM_A"}] * index
+    return {**RULE, "actions": [*actions, {"action": action, **extra, key: value}]}
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        ("{data.__class__}", "{data.__class__}: only item lookup such as {data[key]} is allowed"),
+        ("{data[inventory].__class__}", "only item lookup"),
+        ("{data[a].keys.__globals__[x]}", "only item lookup"),
+        ("{config[x]}", "{config[x]}: unknown name 'config', use data or node"),
+        ("{0}", "unknown name '0'"),
+        ("{}", "{}: a field needs a name, use data or node"),
+        ("{data[x]:{data}}", "{data[x]}: a format spec cannot hold a replacement field"),
+        ("{data[x]:>{node[y]}}", "a format spec cannot hold a replacement field"),
+        ("{data[x]:>99999999}", "format spec '>99999999' is too wide"),
+        ("{data[x]!z}", "{data[x]}: unknown conversion 'z', use r, s or a"),
+        ("{data[memory_mb]", "cannot format '{data[memory_mb]': expected '}'"),
+        ("a } b", "Single '}' encountered"),
+        (["ok", {"k": "{data.x}"}], "{data.x}: only item lookup"),
+        ({"{node.driver}": "ok"}, "{node.driver}: only item lookup"),
+    ],
+)
+@pytest.mark.parametrize("action", ["set-attribute", "set-capability", "extend-attribute", "fail"])
+def test_values_that_can_never_be_formatted_are_400_naming_the_action(client, value, why, action):
+    if action == "fail" and not isinstance(value, str):
+        value = "{data.x}"  # a message is a string
+        why = "{data.x}: only item lookup"
+    response = client.post("/v1/rules", json=with_value(value, action))
+    assert response.status_code == 400
+    message = response.json["error"]["message"]
+    key = "message" if action == "fail" else "value"
+    assert message.startswith(f"Invalid rule: actions[1] ({action}) {key}: "), message
+    assert why in message
+    assert client.get("/v1/rules").json == {"rules": []}
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "{data[inventory][interfaces][0][mac_address]}",
+        "{node[properties][cpus]:>8}|{data[x]!r:.20}|{{literal}}",
+        ["{data[a]}", {"{node[name]}": "{data[b][0]}"}, 3, None, True],
+        "{data}",
+    ],
+)
+def test_values_that_depend_on_the_data_are_accepted(client, value):
+    # A missing key or a spec the value's type refuses can only be told with the data.
+    response = client.post("/v1/rules", json=with_value(value))
+    assert response.status_code == 201, response.json
+    assert response.json["actions"][1]["value"] == value
+
+
+def test_paths_and_names_are_not_checked_as_formats(client):
+    # They are not formatted: braces in them are literal text.
+    actions = [
+        {"action": "set-attribute", "path": "/extra/{data.x}", "value": 1},
+        {"action": "add-trait", "name": "CUSTOM_{data.__class__}"},
+    ]
+    assert client.post("/v1/rules", json={**RULE, "actions": actions}).status_code == 201
 
 
 def test_not_an_object_is_400(client):

@@ -394,6 +394,9 @@ def test_rules_keep_their_order_and_content(upstream, target):
     null_param = upstream.rule([], [{"action": "add-trait", "name": "A", "note": None}])
     unknown_op = upstream.rule([{"op": "bigger", "field": "x", "value": 1}], [{"action": "fail"}])
     disabled = upstream.rule([], [{"action": "add-trait", "name": "B"}], disabled=1)
+    attribute = upstream.rule(
+        [], [{"action": "set-attribute", "path": "/extra/c", "value": "{data.__class__}"}]
+    )
 
     report = run(upstream, target)
 
@@ -403,8 +406,10 @@ def test_rules_keep_their_order_and_content(upstream, target):
         null_param: Outcome.REJECT,
         unknown_op: Outcome.REJECT,
         disabled: Outcome.REJECT,
+        attribute: Outcome.REJECT,
     }
     details = {s.ident: s.detail for s in report.steps}
+    assert "actions[0] (set-attribute) value: {data.__class__}: only item" in details[attribute]
     assert "does not take note" in details[null_param]
     assert "unknown op 'bigger'" in details[unknown_op]
     assert [r["uuid"] for r in target.rule_summaries()] == [first, second]

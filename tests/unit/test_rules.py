@@ -8,7 +8,7 @@ import pytest
 
 from inspector import conf as config
 from inspector.ironic import IronicNode
-from inspector.processing import rule_conditions, rule_regex, rules
+from inspector.processing import rule_actions, rule_conditions, rule_regex, rules
 from inspector.processing.context import ProcessingContext, ProcessingError
 from tests import fixtures
 from tests.unit.test_rule_regex import CATASTROPHIC, interrupted_after
@@ -536,6 +536,44 @@ def test_bad_references_are_refused(oslo_conf, value, message):
     with pytest.raises(ProcessingError, match=message):
         rules.evaluate([rule(actions=actions)], context)
     assert not context.changes.patch
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "{data.__class__}",
+        "{data[inventory].__class__}",
+        "{config[x]}",
+        "{}",
+        "{0}",
+        "{data[memory_mb]:{data}}",
+        "{data[memory_mb]:>{data[cpus]}}",
+        "{data[memory_mb]:>99999999}",
+        "{data[memory_mb]!z}",
+        "{data[memory_mb]",
+        "} {data[memory_mb]}",
+    ],
+)
+def test_what_creation_refuses_evaluation_refuses_too(oslo_conf, value):
+    """rule_schema refuses these at creation (check_formats); a rule stored before (or
+    imported) still fails when it runs, on any data."""
+    with pytest.raises(ProcessingError):
+        rule_actions.check_formats(["ok", {"k": value}])
+    with pytest.raises(ProcessingError):
+        formatted(oslo_conf, ["ok", {"k": value}])
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "{data[inventory][bmc_address]}/{node[properties][cpus]}",
+        "{data[memory_mb]:>8}|{data[cpus]!r:.3}|{{literal}}",
+        {"{data[inventory][cpu][architecture]}": ["{node[name]}"]},
+    ],
+)
+def test_what_creation_accepts_formats(oslo_conf, value):
+    rule_actions.check_formats(value)
+    formatted(oslo_conf, value)
 
 
 def test_path_and_names_are_not_formatted(oslo_conf):
