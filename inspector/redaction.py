@@ -178,6 +178,12 @@ def _cut_lines(text: str, limit: int) -> str:
     return "\n".join(_cut(line, limit) for line in text.split("\n"))
 
 
+def mask_traceback(text: str) -> str:
+    """An exception's text (or a stack) masked, its overlong lines cut: what a formatter
+    that formats the exception itself (oslo.log's) writes instead."""
+    return mask(_cut_lines(text, MAX_TRACEBACK_LINE))
+
+
 class RedactingFilter(logging.Filter):
     """Masks the final message, the exception text and the stack of every record that
     passes the handler it is attached to. Never drops a record."""
@@ -198,9 +204,9 @@ class RedactingFilter(logging.Filter):
         if record.exc_info and not record.exc_text:
             record.exc_text = self._formatter.formatException(record.exc_info)
         if record.exc_text:
-            record.exc_text = mask(_cut_lines(record.exc_text, MAX_TRACEBACK_LINE))
+            record.exc_text = mask_traceback(record.exc_text)
         if record.stack_info:
-            record.stack_info = mask(_cut_lines(record.stack_info, MAX_TRACEBACK_LINE))
+            record.stack_info = mask_traceback(record.stack_info)
         return True
 
 

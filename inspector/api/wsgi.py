@@ -43,7 +43,7 @@ class LazyApplication:
             if self._app is None:
                 env = dict(os.environ if self._environ is None else self._environ)
                 conf = config.load(config_args(env), default_config_files=[])
-                setup_logging(conf.debug, conf.log_file)
+                setup_logging(conf)
                 self._app = app_factory.create_app(conf)
                 settle_heap()
         return self._app

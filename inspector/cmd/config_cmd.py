@@ -6,6 +6,7 @@ import sys
 from oslo_config import cfg, generator
 
 from inspector import conf as config
+from inspector.api.logs import setup_logging
 from inspector.errors import ConfigError
 
 
@@ -41,6 +42,7 @@ def run_sample(_args, rest) -> int:
 
 
 def run_check(_args, rest) -> int:
-    config.load(rest)
+    # The logging options too: oslo.log sets up what they say (on standard error).
+    setup_logging(config.load(rest), command=True)
     print("configuration is valid")
     return 0

@@ -1,9 +1,12 @@
 """`inspector db upgrade|version`: database schema migrations (alembic), in the expand
 and contract phases of a rolling upgrade; `inspector db import-ironic-inspector`."""
 
+from oslo_config import cfg
+
 from inspector import conf as config
 from inspector import errors, store
 from inspector.api import schemas
+from inspector.api.logs import setup_logging
 from inspector.processing import rule_schema
 from inspector.store import importer, schema
 from inspector.store.ironic_inspector_db import Source
@@ -38,12 +41,18 @@ def add_parsers(commands) -> None:
     _add_import_parser(sub)
 
 
+def _load(argv) -> cfg.ConfigOpts:
+    conf = config.load(argv)
+    setup_logging(conf, command=True)
+    return conf
+
+
 def _describe(revisions) -> str:
     return ", ".join(f"{name} ({phase})" for name, phase in revisions) or "none"
 
 
 def run_upgrade(args, argv) -> int:
-    url = store.database_url(config.load(argv))
+    url = store.database_url(_load(argv))
     before = schema.pending(schema.current_revision(url)) or []
     old, new = schema.upgrade(url, args.phase)
     after = schema.pending(new) or []
@@ -63,7 +72,7 @@ def run_upgrade(args, argv) -> int:
 
 
 def run_version(_args, argv) -> int:
-    url = store.database_url(config.load(argv))
+    url = store.database_url(_load(argv))
     current = schema.current_revision(url)
     head = schema.head_revision()
     if current is None:
@@ -104,7 +113,7 @@ def _validate_rule(document: dict) -> dict:
 
 
 def run_import(args, argv) -> int:
-    conf = config.load(argv)
+    conf = _load(argv)
     url = store.database_url(conf)
     compatible = schema.compatibility(schema.current_revision(url))
     if compatible == "newer":

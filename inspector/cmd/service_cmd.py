@@ -40,7 +40,7 @@ def _load(argv, *, embedded: bool) -> cfg.ConfigOpts:
     if embedded:
         conf.set_default("auth_strategy", "noauth")
     conf = config.load(argv, conf=conf)
-    setup_logging(conf.debug, conf.log_file)
+    setup_logging(conf)
     return conf
 
 

@@ -4,7 +4,6 @@ ExecStopPost: a killed worker cannot close a dnsmasq hostsdir itself)."""
 
 import dataclasses
 import json
-import logging
 import sys
 import threading
 import time
@@ -13,7 +12,8 @@ import uuid
 from oslo_config import cfg
 
 from inspector import conf as config
-from inspector import redaction, store
+from inspector import store
+from inspector.api.logs import setup_logging
 from inspector.broker import channels
 from inspector.broker.queue import WorkQueue
 from inspector.cmd import collectors
@@ -55,9 +55,9 @@ def add_parsers(commands) -> None:
 
 def _load(argv) -> cfg.ConfigOpts:
     conf = config.load(argv)
-    # oslo.messaging talks a lot at INFO; the command prints what matters.
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    redaction.install()
+    # Warnings and errors only (oslo.messaging talks a lot at INFO): the command prints
+    # what matters.
+    setup_logging(conf, command=True)
     return conf
 
 

@@ -3,7 +3,11 @@
 There is no global CONF: `load` returns a new ConfigOpts that the caller passes on.
 """
 
+import contextlib
+import io
 import logging
+import re
+import sys
 from collections.abc import Sequence
 
 from oslo_config import cfg
@@ -24,6 +28,7 @@ from inspector.conf import (
     iptables,
     ironic,
     limits,
+    log,
     metrics,
     notifications,
     oslo_middleware,
@@ -72,6 +77,8 @@ __all__ = ["GROUPS", "build", "list_opts", "load"]
 def build() -> cfg.ConfigOpts:
     """A new ConfigOpts with every option registered and nothing parsed."""
     conf = cfg.ConfigOpts()
+    # oslo.log's [DEFAULT] options first: debug and log_file are among them.
+    log.register(conf)
     for module in GROUPS:
         register = getattr(module, "register", None)
         if register is not None:
@@ -95,13 +102,7 @@ def load(
     """
     conf = conf if conf is not None else build()
     try:
-        conf(
-            list(argv),
-            project="inspector",
-            version=__version__,
-            default_config_files=default_config_files,
-            default_config_dirs=[],
-        )
+        _parse(conf, argv, default_config_files)
     except cfg.ConfigFilesNotFoundError as exc:
         raise ConfigError(f"configuration file not found: {', '.join(exc.config_files)}") from exc
     except cfg.ConfigDirNotFoundError as exc:
@@ -110,8 +111,45 @@ def load(
         raise ConfigError(f"cannot parse {exc.config_file}: {exc.msg}") from exc
     except cfg.Error as exc:
         raise ConfigError(str(exc)) from exc
-    validate(conf, [(m.GROUP, list(m.OPTS)) for m in GROUPS])
+    validate(conf, [*((m.GROUP, list(m.OPTS)) for m in GROUPS), (log.GROUP, log.registered(conf))])
     return conf
+
+
+#: What oslo.config writes to standard error, before it exits, about a file's value of
+#: an option it also takes on the command line (oslo.log's: debug, log_file, use_json...).
+_CLI_OPTION_VALUE = re.compile(
+    r"argument --(?P<name>[\w-]+): Invalid (?P<kind>.+?) value: (?P<value>.*)"
+)
+
+
+def _parse(
+    conf: cfg.ConfigOpts, argv: Sequence[str], default_config_files: Sequence[str] | None
+) -> None:
+    """conf(argv), a bad value of a command-line option in a file being a ConfigError
+    like any other's, not oslo.config's message and exit."""
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(said):
+            conf(
+                list(argv),
+                project="inspector",
+                version=__version__,
+                default_config_files=default_config_files,
+                default_config_dirs=[],
+            )
+    except SystemExit:
+        bad = _CLI_OPTION_VALUE.search(said.getvalue())
+        if bad is None:
+            sys.stderr.write(said.getvalue())
+            raise
+        raise ConfigError(
+            f"invalid configuration:\n  [DEFAULT] {bad['name']}: {bad['value'].strip()!r} is not "
+            f"a valid {bad['kind'].lower()} value"
+        ) from None
+    except BaseException:
+        sys.stderr.write(said.getvalue())
+        raise
+    sys.stderr.write(said.getvalue())
 
 
 def list_opts() -> list[tuple[str, list[cfg.Opt]]]:
@@ -124,11 +162,14 @@ def list_opts() -> list[tuple[str, list[cfg.Opt]]]:
 
 
 def library_opts() -> list[tuple[str, list[cfg.Opt]]]:
-    """Options the libraries register themselves: keystonemiddleware's [keystone_authtoken]
-    and oslo.policy's [oslo_policy] (for the sample configuration)."""
+    """Options the libraries register themselves: oslo.log's [DEFAULT] logging options,
+    keystonemiddleware's [keystone_authtoken] and oslo.policy's [oslo_policy] (for the
+    sample configuration)."""
     from keystonemiddleware import auth_token  # noqa: PLC0415 - only for the sample
     from oslo_policy import opts as policy_opts  # noqa: PLC0415
 
-    return [(group, list(opts)) for group, opts in auth_token.list_opts()] + [
-        (group, list(opts)) for group, opts in policy_opts.list_opts()
-    ]
+    return (
+        [(log.GROUP, log.sample_opts())]
+        + [(group, list(opts)) for group, opts in auth_token.list_opts()]
+        + [(group, list(opts)) for group, opts in policy_opts.list_opts()]
+    )

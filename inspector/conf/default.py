@@ -1,4 +1,5 @@
-"""[DEFAULT] options: the service's address, auth, and the ironic-inspector top-level names."""
+"""[DEFAULT] options: the service's address, auth, and the ironic-inspector top-level names
+(the logging ones are oslo.log's: inspector.conf.log)."""
 
 import os
 import socket
@@ -74,6 +75,4 @@ OPTS = [
         sample_default="/var/lib/inspector (root) or ~/.local/share/inspector",
         help="Directory for local state: the embedded SQLite database and lock files.",
     ),
-    cfg.BoolOpt("debug", default=False, help="Log at DEBUG level."),
-    cfg.StrOpt("log_file", help="Log to this file instead of standard error."),
 ]

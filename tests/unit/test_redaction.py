@@ -9,6 +9,7 @@ import logging
 import pytest
 from oslo_utils import strutils
 
+from inspector import conf as config
 from inspector import redaction
 from inspector.api.logs import setup_logging
 
@@ -252,49 +253,37 @@ def test_a_record_with_wrong_arguments_still_reaches_the_handler(output, monkeyp
     assert len(errors) == 1
 
 
-def test_setup_logging_installs_the_filter_on_the_root_handler(tmp_path):
+def _logging_conf(log_file):
+    conf = config.load([])
+    conf.set_override("log_file", str(log_file))
+    return conf
+
+
+def test_setup_logging_installs_the_filter_on_the_root_handler(tmp_path, logging_state):
+    setup_logging(_logging_conf(tmp_path / "inspector.log"))
     root = logging.getLogger()
-    saved, level = root.handlers[:], root.level
-    try:
-        setup_logging(False, str(tmp_path / "inspector.log"))
-        assert any(isinstance(f, redaction.RedactingFilter) for f in root.handlers[0].filters)
-        logging.getLogger("inspector.test").warning("ipmi_password=%s", SECRET)
-        root.handlers[0].flush()
-        text = (tmp_path / "inspector.log").read_text()
-        assert "ipmi_password=***" in text and SECRET not in text
-    finally:
-        for handler in root.handlers:
-            handler.close()
-        root.handlers[:] = saved
-        root.setLevel(level)
+    assert any(isinstance(f, redaction.RedactingFilter) for f in root.handlers[0].filters)
+    logging.getLogger("inspector.test").warning("ipmi_password=%s", SECRET)
+    root.handlers[0].flush()
+    text = (tmp_path / "inspector.log").read_text()
+    assert "ipmi_password=***" in text and SECRET not in text
 
 
-def test_an_exception_escaping_a_thread_is_logged_masked(tmp_path):
-    import logging  # noqa: PLC0415
+def test_an_exception_escaping_a_thread_is_logged_masked(tmp_path, logging_state):
     import threading  # noqa: PLC0415
 
-    from inspector.api.logs import setup_logging  # noqa: PLC0415
-
-    root = logging.getLogger()
-    saved = root.handlers[:], root.level, threading.excepthook
     log = tmp_path / "log"
-    try:
-        setup_logging(False, str(log))
+    setup_logging(_logging_conf(log))
 
-        def fail():
-            raise RuntimeError("cannot reach rabbit://inspector:s3cr3t-pass@127.0.0.1/")
+    def fail():
+        raise RuntimeError("cannot reach rabbit://inspector:s3cr3t-pass@127.0.0.1/")
 
-        thread = threading.Thread(target=fail, name="doomed")
-        thread.start()
-        thread.join()
-        for handler in root.handlers:
-            handler.flush()
-        text = log.read_text()
-    finally:
-        for handler in root.handlers:
-            handler.close()
-        root.handlers[:], level, threading.excepthook = saved
-        root.setLevel(level)
+    thread = threading.Thread(target=fail, name="doomed")
+    thread.start()
+    thread.join()
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    text = log.read_text()
     assert "Uncaught exception in doomed" in text
     assert "RuntimeError" in text
     assert "s3cr3t-pass" not in text
