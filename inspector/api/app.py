@@ -22,6 +22,7 @@ from inspector.api import (
 )
 from inspector.api.context import EXTENSION, Services
 from inspector.broker.queue import WorkQueue
+from inspector.broker.tls import Tls
 from inspector.ironic.lazy import LazyIronic
 from inspector.store import Store
 
@@ -37,6 +38,7 @@ def build_services(conf: cfg.ConfigOpts, **given) -> Services:
             max_retries=conf.queue.max_retries,
             retry_interval=conf.queue.retry_interval,
             visibility_timeout=conf.queue.visibility_timeout,
+            tls=Tls.from_conf(conf),
         )
     if "ironic" not in given:
         given["ironic"] = LazyIronic(conf)

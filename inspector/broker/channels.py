@@ -13,6 +13,7 @@ import logging
 import queue
 import threading
 import time
+import urllib.parse
 import uuid
 import warnings
 from collections.abc import Callable, Sequence
@@ -20,6 +21,7 @@ from typing import Any
 
 from oslo_config import cfg
 
+from inspector.broker.tls import Tls
 from inspector.errors import InspectorError
 
 LOG = logging.getLogger(__name__)
@@ -169,6 +171,7 @@ class MessagingChannel(Channel):
         config_files: Sequence[str] = (),
         ironic_exchange: str = "ironic",
         ironic_topic: str = "",
+        rabbit_options: dict[str, Any] | None = None,
     ) -> None:
         super().__init__()
         self.url = url
@@ -177,6 +180,8 @@ class MessagingChannel(Channel):
         self.description = _redact(url)
         self._om = _oslo_messaging()
         self._config_files = list(config_files)
+        #: [oslo_messaging_rabbit] values that win over the files' (TLS: broker.tls).
+        self._rabbit_options = dict(rabbit_options or {})
         # Ours: auto-deleted exchange and queues (no queue of a killed process stays).
         self._ours = self._transport(auto_delete=True)
         self._notifier = self._om.Notifier(
@@ -204,12 +209,15 @@ class MessagingChannel(Channel):
 
     def _transport(self, *, auto_delete: bool):
         """A transport on a ConfigOpts of its own: the deployer's [oslo_messaging_*]
-        options from our configuration files, and the auto-delete flag we need."""
+        options from our configuration files, the TLS options as our own configuration
+        has them (its directories included), and the auto-delete flag we need."""
         conf = cfg.ConfigOpts()
         args = [arg for path in self._config_files for arg in ("--config-file", path)]
         conf(args, project="inspector", default_config_files=[], default_config_dirs=[])
         for group, options in self._om.opts.list_opts():
             conf.register_opts(options, group=None if group == "DEFAULT" else group)
+        for name, value in self._rabbit_options.items():
+            conf.set_override(name, value, group="oslo_messaging_rabbit")
         conf.set_override("amqp_auto_delete", auto_delete, group="oslo_messaging_rabbit")
         conf.set_override("control_exchange", "inspector")
         return self._om.get_notification_transport(conf, url=self.url)
@@ -297,8 +305,12 @@ class Announcer:
         self._publish(PORT_REMOVED, {"uuid": port_uuid, "address": address})
 
 
-#: Queue URL schemes and the oslo.messaging URL scheme of the same broker.
-_BROKER_SCHEMES = {"amqp": "rabbit", "pyamqp": "rabbit", "rabbit": "rabbit"}
+#: Queue URL schemes and the oslo.messaging URL scheme of the same broker (amqps: rabbit
+#: with [oslo_messaging_rabbit] ssl turned on, see from_conf).
+_BROKER_SCHEMES = {"amqp": "rabbit", "pyamqp": "rabbit", "rabbit": "rabbit", "amqps": "rabbit"}
+#: RabbitMQ's TLS port, the one an amqps:// URL without a port means (oslo.messaging's
+#: rabbit:// means 5672 whatever the ssl option says).
+AMQPS_PORT = 5671
 
 
 def channel_url(conf: cfg.ConfigOpts) -> str | None:
@@ -311,8 +323,27 @@ def channel_url(conf: cfg.ConfigOpts) -> str | None:
     if not conf.firewall.channel_url:
         if scheme not in _BROKER_SCHEMES:
             return None
+        if scheme == "amqps":
+            rest = _with_port(rest, AMQPS_PORT)
         url = f"{_BROKER_SCHEMES[scheme]}{sep}{rest}"
     return url
+
+
+def _with_port(rest: str, port: int) -> str:
+    """rest (a URL after its scheme) with `port` when its one host has none."""
+    parts = urllib.parse.urlsplit(f"//{rest}")
+    if "," in parts.netloc or parts.port is not None or not parts.hostname:
+        return rest
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"{parts.netloc}:{port}"))[2:]
+
+
+def _rabbit_options(conf: cfg.ConfigOpts) -> dict[str, Any]:
+    """[oslo_messaging_rabbit]'s TLS options for the channel's transports; on with an
+    amqps:// queue URL that the channel follows."""
+    follows_amqps = not conf.firewall.channel_url and conf.queue.transport_url.startswith(
+        "amqps://"
+    )
+    return Tls.from_conf(conf).oslo_messaging_options(force=follows_amqps)
 
 
 def from_conf(conf: cfg.ConfigOpts, *, host: str, ironic: bool = True) -> Channel | None:
@@ -336,6 +367,7 @@ def from_conf(conf: cfg.ConfigOpts, *, host: str, ironic: bool = True) -> Channe
         config_files=list(conf.config_file or ()),
         ironic_exchange=conf.firewall.ironic_exchange,
         ironic_topic=conf.firewall.ironic_topic if ironic else "",
+        rabbit_options=_rabbit_options(conf),
     )
 
 

@@ -15,6 +15,7 @@ import kombu
 import kombu.message
 
 from inspector.broker import transports
+from inspector.broker.tls import DEFAULT_TLS, Tls
 from inspector.errors import ServiceUnavailable
 
 LOG = logging.getLogger(__name__)
@@ -42,11 +43,12 @@ class Link:
         transport: transports.Transport,
         lanes: tuple[str, ...],
         options: dict[str, Any],
+        tls: Tls = DEFAULT_TLS,
     ) -> None:
         self.transport = transport
         self.lanes = lanes
         self.thread = threading.current_thread()
-        self.connection = transports.connect(url, transport, options)
+        self.connection = transports.connect(url, transport, options, tls)
         self.recoverable_errors = transports.recoverable_errors(self.connection)
         self.library_errors = transports.library_errors(self.connection)
         self.is_open = False
@@ -184,11 +186,15 @@ class Links:
         retry_interval: float,
         shutdown: threading.Event,
         visibility_timeout: float,
+        tls: Tls = DEFAULT_TLS,
     ) -> None:
         self.url = url
         self.queue_name = queue_name
         self.lanes = lanes
         self.transport = transports.select(url)
+        # Its files are checked now: a missing one stops the start, not each connection.
+        tls.kombu_ssl(url)
+        self._tls = tls
         self._options = self.transport.options(queue_name, visibility_timeout)
         self._attempts = attempts
         self._retry_interval = retry_interval
@@ -284,7 +290,7 @@ class Links:
         with self._lock:
             if self._closed:
                 raise self.unavailable("use", "the queue is closed")
-            link = Link(self.url, self.transport, self.lanes, self._options)
+            link = Link(self.url, self.transport, self.lanes, self._options, self._tls)
             self._links.append(link)
         self._local.link = link
         return link

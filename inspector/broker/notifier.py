@@ -19,6 +19,7 @@ from typing import Any
 import kombu
 
 from inspector.broker import transports
+from inspector.broker.tls import DEFAULT_TLS, Tls
 from inspector.errors import InspectorError
 
 #: Seconds a connection attempt or a confirm may take.
@@ -47,8 +48,19 @@ def envelope(payload: dict[str, Any], publisher_id: str) -> dict[str, str]:
 class MessagingDriver:
     name = "messaging"
 
-    def __init__(self, url: str, *, exchange: str, topics: list[str], publisher_id: str) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        exchange: str,
+        topics: list[str],
+        publisher_id: str,
+        tls: Tls = DEFAULT_TLS,
+    ) -> None:
         self.url = url
+        #: kombu's TLS options ([oslo_messaging_rabbit], broker.tls), checked now.
+        tls.kombu_ssl(url)
+        self.tls = tls
         self.exchange_name = exchange
         self.topics = topics
         self.publisher_id = publisher_id
@@ -59,7 +71,10 @@ class MessagingDriver:
         if self._connection is None:
             options = {"confirm_publish": True} if self.url.startswith("amqp") else {}
             connection = kombu.Connection(
-                self.url, connect_timeout=TIMEOUT, transport_options=options
+                self.url,
+                connect_timeout=TIMEOUT,
+                transport_options=options,
+                ssl=self.tls.kombu_ssl(self.url) or False,
             )
             connection.ensure_connection(max_retries=0)
             self._connection = connection

@@ -17,6 +17,7 @@ import kombu.message
 
 from inspector.broker.link import Link, Links
 from inspector.broker.message import Envelope, MalformedRequest, Request
+from inspector.broker.tls import DEFAULT_TLS, Tls
 from inspector.errors import ServiceUnavailable
 from inspector.machine import Event
 
@@ -45,7 +46,8 @@ class WorkQueue:
 
     Each thread has its own broker connection, opened on first use; `close()` closes
     them all. Connection failures are retried `max_retries` times, `retry_interval`
-    apart (waits on `shutdown`), then raise ServiceUnavailable.
+    apart (waits on `shutdown`), then raise ServiceUnavailable. On RabbitMQ, `tls`
+    ([oslo_messaging_rabbit], broker.tls) says whether and how they use TLS.
     """
 
     def __init__(
@@ -58,6 +60,7 @@ class WorkQueue:
         shutdown: threading.Event | None = None,
         visibility_timeout: float = 300.0,
         clock: Callable[[], float] = time.time,
+        tls: Tls = DEFAULT_TLS,
     ) -> None:
         self.queue_name = queue_name
         self.start_queue_name = queue_name + START_SUFFIX
@@ -72,6 +75,7 @@ class WorkQueue:
             retry_interval=retry_interval,
             shutdown=self._shutdown,
             visibility_timeout=visibility_timeout,
+            tls=tls,
         )
 
     def __repr__(self) -> str:

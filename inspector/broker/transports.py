@@ -10,6 +10,7 @@ from typing import Any
 import kombu
 import kombu.exceptions
 
+from inspector.broker.tls import DEFAULT_TLS, Tls
 from inspector.errors import ConfigError
 
 #: Seconds to wait for a TCP connection to the broker.
@@ -85,9 +86,17 @@ def select(url: str) -> Transport:
         ) from None
 
 
-def connect(url: str, transport: Transport, options: dict[str, Any]) -> kombu.Connection:
-    """A kombu Connection object; nothing is sent on the network yet."""
-    return kombu.Connection(url, transport_options=options, connect_timeout=CONNECT_TIMEOUT)
+def connect(
+    url: str, transport: Transport, options: dict[str, Any], tls: Tls = DEFAULT_TLS
+) -> kombu.Connection:
+    """A kombu Connection object, over TLS as `tls` says for url (broker.tls); nothing is
+    sent on the network yet."""
+    return kombu.Connection(
+        url,
+        transport_options=options,
+        connect_timeout=CONNECT_TIMEOUT,
+        ssl=tls.kombu_ssl(url) or False,
+    )
 
 
 def redact(url: str) -> str:

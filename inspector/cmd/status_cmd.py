@@ -16,6 +16,7 @@ from inspector import store
 from inspector.api.logs import setup_logging
 from inspector.broker import channels
 from inspector.broker.queue import WorkQueue
+from inspector.broker.tls import Tls
 from inspector.cmd import collectors
 from inspector.errors import InspectorError
 from inspector.firewall import drivers, manager
@@ -127,6 +128,7 @@ def _queue_depth(conf: cfg.ConfigOpts) -> int | None:
         conf.queue.queue_name,
         max_retries=0,
         retry_interval=conf.queue.retry_interval,
+        tls=Tls.from_conf(conf),
     )
     try:
         return queue.depth()

@@ -15,6 +15,7 @@ from oslo_config import cfg
 from inspector import coordination
 from inspector.broker import channels, notifier
 from inspector.broker.queue import WorkQueue
+from inspector.broker.tls import Tls
 from inspector.coordination import backends as dlm
 from inspector.coordination.election import Election
 from inspector.errors import ConfigError
@@ -93,6 +94,7 @@ def open_queue(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> WorkQueue:
         retry_interval=conf.queue.retry_interval,
         shutdown=lifecycle.shutdown,
         visibility_timeout=conf.queue.visibility_timeout,
+        tls=Tls.from_conf(conf),
     )
 
 
@@ -225,6 +227,7 @@ def notification_sender(conf: cfg.ConfigOpts, db: Store, budget: Outages) -> sen
                     exchange=group.exchange,
                     topics=group.topics,
                     publisher_id=f"inspector.{conf.host}",
+                    tls=Tls.from_conf(conf),
                 )
             )
     return sender.Sender(
