@@ -16,6 +16,7 @@ from inspector.api import (
     metrics,
     policy,
     ramdisk,
+    request_ids,
     root,
     rules,
     versions,
@@ -75,6 +76,8 @@ def create_app(conf: cfg.ConfigOpts, **services) -> flask.Flask:
     app.json.sort_keys = False
     app.url_map.strict_slashes = False
     app.extensions[EXTENSION] = build_services(conf, **services)
+    # First: a request refused by a later hook is logged with its node.
+    app.before_request(request_ids.name_node)
     app.before_request(versions.negotiate)
     # Inside the version stamp (its answers name the versions too), outside
     # authentication's middleware (an unauthenticated caller gets no body read).
@@ -87,6 +90,8 @@ def create_app(conf: cfg.ConfigOpts, **services) -> flask.Flask:
         app.register_blueprint(blueprint.blueprint)
     metrics.install(app)
     auth.install(app, conf)
+    app.before_request(request_ids.name_caller)  # after authentication's hook
     if conf.oslo_middleware.enable_proxy_headers_parsing:
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=1, x_proto=1, x_host=1, x_port=1, x_prefix=1)
+    app.wsgi_app = request_ids.install(app.wsgi_app, conf)
     return app

@@ -11,7 +11,7 @@ import dataclasses
 import logging
 from datetime import timedelta
 
-from inspector import errors
+from inspector import errors, request_context
 from inspector.api.context import Services
 from inspector.broker.message import Request
 from inspector.machine import ACTIVE_STATES, Event, State, Transition
@@ -59,6 +59,7 @@ def arrive(svc: Services, node_uuid: str, event: Event, request_id: str | None) 
     again (503 again if the first attempt could not enqueue it; enqueued again, same id,
     if it still waits for its worker, in case the first attempt died before enqueuing).
     An id recorded for anything else is not reused: the event gets a new one."""
+    request_context.set_node(node_uuid)
     if request_id is None:
         return Arrival(load(svc, node_uuid), None)
     node, seen = svc.store.load(node_uuid, request_id)
@@ -78,7 +79,7 @@ def arrive(svc: Services, node_uuid: str, event: Event, request_id: str | None) 
             event,
         )
         return Arrival(node, None)
-    request = Request(node_uuid=node_uuid, event=event, request_id=request_id)
+    request = new_request(node_uuid, event, request_id)
     unqueued = svc.store.find_request(request.follow_up(UNQUEUED).request_id)
     if unqueued is not None:
         raise errors.ServiceUnavailable(unqueued.reason or "The work queue was unavailable")
@@ -124,15 +125,14 @@ def record(
     snapshot: dict | None = None,
 ) -> NodeRecord | None:
     """Commit `event`'s transition (compare-and-swap) as the request `request_id` (None:
-    a new id; else as `arrive` gave it), store `data` as the node's raw data and
-    `snapshot` as the Ironic node just read (so that the worker need not read it again)
-    if given, and enqueue the request for a worker. The node as committed (as read, when
-    another attempt of the same request committed it meanwhile)."""
+    the API request's own id, see new_request; else as `arrive` gave it), store `data`
+    as the node's raw data and `snapshot` as the Ironic node just read (so that the
+    worker need not read it again) if given, and enqueue the request for a worker. The
+    node as committed (as read, when another attempt of the same request committed it
+    meanwhile)."""
+    request_context.set_node(node_uuid)
     transition = check(svc, node_uuid, node, event)
-    if request_id is None:
-        request = Request(node_uuid=node_uuid, event=event)
-    else:
-        request = Request(node_uuid=node_uuid, event=event, request_id=request_id)
+    request = new_request(node_uuid, event, request_id)
     change = change_for(
         transition,
         node_uuid,
@@ -164,6 +164,19 @@ def record(
         committed.state,
     )
     return committed
+
+
+def new_request(node_uuid: str, event: str, request_id: str | None = None, **fields) -> Request:
+    """The request to record and enqueue: under `request_id`, else under the API
+    request's own id (the X-OpenStack-Request-Id of its answer; a new id outside one),
+    carrying the API request's global request id to the worker."""
+    context = request_context.current()
+    if context is not None:
+        fields["global_request_id"] = context.global_id
+        request_id = request_id or context.request_id
+    if request_id is not None:
+        fields["request_id"] = request_id
+    return Request(node_uuid=node_uuid, event=event, **fields)
 
 
 def _enqueue(svc: Services, request: Request, node: NodeRecord) -> None:

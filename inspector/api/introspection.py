@@ -4,7 +4,7 @@ import dataclasses
 
 import flask
 
-from inspector import errors
+from inspector import errors, request_context
 from inspector.api import intents, links, params, request_ids, schemas, status, versions
 from inspector.api.context import services
 from inspector.ironic.client import RESERVED_NODE_PATHS
@@ -29,7 +29,9 @@ def resolve(ident: str) -> str:
         return ident
     if ident in RESERVED_NODE_PATHS:  # Ironic's own routes: no node has these names
         raise errors.NotFound(f"Node {ident} was not found in Ironic")
-    return services().ironic.get_node(ident).uuid
+    node_uuid = services().ironic.get_node(ident).uuid
+    request_context.set_node(node_uuid)  # the route named it by name
+    return node_uuid
 
 
 def stored(node_uuid: str):

@@ -10,10 +10,9 @@ import uuid
 
 import flask
 
-from inspector import errors
+from inspector import errors, request_context
 from inspector.api import auth, intents, params
 from inspector.api.context import services
-from inspector.broker.message import Request
 from inspector.machine import Event, State
 from inspector.processing import lookup, payload, ramdisk_logs
 
@@ -80,6 +79,7 @@ def _accept(svc):
         if exc.ambiguous or svc.conf.processing.node_not_found_hook != "enroll":
             raise
         return _discover(svc, data, logs)
+    request_context.set_node(node_uuid)
     node = found[node_uuid][1]
     if node.state not in EXPECTING_DATA:
         raise errors.NotFound(
@@ -92,7 +92,7 @@ def _accept(svc):
         message = f"Ramdisk reported error: {error}"
         intents.record(svc, node_uuid, node, Event.ERROR, reason=message)
         raise errors.BadRequest(message)
-    request = Request(node_uuid=node_uuid, event=Event.CONTINUE, payload_ref=f"raw:{node_uuid}")
+    request = intents.new_request(node_uuid, Event.CONTINUE, payload_ref=f"raw:{node_uuid}")
     svc.queue.put(request)
     LOG.info("[node %s req %s] ramdisk data received", node_uuid, request.request_id)
     return {"uuid": node_uuid}

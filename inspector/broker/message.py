@@ -1,7 +1,9 @@
 """Transition requests as they travel on the work queue: a versioned JSON schema.
 
 A request names a node, an event and a unique id; it refers to its payload (stored in
-the database), never carries it. Anything that does not parse is MalformedRequest.
+the database), never carries it. It carries the global request id of the API request
+that made it (its follow-ups too), which the worker's log lines and Ironic calls show.
+Anything that does not parse is MalformedRequest.
 """
 
 import dataclasses
@@ -31,6 +33,10 @@ _FIELDS = {
     "enqueued_at": (int, float),
     "attempt": int,
 }
+#: Fields added to schema 1 since: a message from an older producer lacks them.
+_OPTIONAL_FIELDS = {
+    "global_request_id": (str, type(None)),
+}
 
 
 class MalformedRequest(InspectorError):
@@ -47,6 +53,9 @@ class Request:
     payload_ref: str | None = None
     enqueued_at: float = dataclasses.field(default_factory=time.time)
     attempt: int = 0
+    #: The API request's global request id (req-<uuid>), passed on to Ironic and shown
+    #: in the worker's log lines; None for a request no API request made (or an old one).
+    global_request_id: str | None = None
 
     def retry(self) -> "Request":
         """The same request, one attempt later (same id: it is still the same request)."""
@@ -62,6 +71,7 @@ class Request:
             node_uuid=self.node_uuid,
             event=event,
             request_id=request_id or f"{self.request_id[:40]}.{event}",
+            global_request_id=self.global_request_id,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -87,9 +97,13 @@ class Request:
                 raise MalformedRequest(f"missing field {name}")
             if not isinstance(body[name], kind) or isinstance(body[name], bool):
                 raise MalformedRequest(f"field {name} has the wrong type")
+        for name, kind in _OPTIONAL_FIELDS.items():
+            if not isinstance(body.get(name), kind):
+                raise MalformedRequest(f"field {name} has the wrong type")
         if not body["node_uuid"] or not body["event"] or not body["request_id"]:
             raise MalformedRequest("empty node_uuid, event or request_id")
-        return cls(**{k: body[k] for k in _FIELDS if k != "schema"})
+        fields = {k: body[k] for k in _FIELDS if k != "schema"}
+        return cls(**fields, **{k: body.get(k) for k in _OPTIONAL_FIELDS})
 
 
 @dataclasses.dataclass(frozen=True)

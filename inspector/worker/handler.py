@@ -11,13 +11,14 @@ Never blocks on a lock (busy: retry later) and never acknowledges before the sta
 is committed and the follow-ups are applied or enqueued.
 """
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable
 from datetime import UTC
 from typing import Protocol
 
-from inspector import errors, redaction
+from inspector import errors, redaction, request_context
 from inspector.broker.message import DELETE, EXPIRE, Request
 from inspector.coordination import Coordinator
 from inspector.machine import FINAL_STATES, STRICT_EVENTS, Event, Machine, State, Transition
@@ -56,6 +57,19 @@ def lock_name(node_uuid: str) -> str:
     return f"inspector-node-{node_uuid}"
 
 
+def context_of(request: Request | None) -> contextlib.AbstractContextManager:
+    """The request context while a worker handles `request`: its log lines and Ironic
+    calls show the global request id of the API request that made it (see
+    inspector.request_context), its log lines its own id too."""
+    if request is None:
+        return contextlib.nullcontext()
+    return request_context.bound(
+        request_context.Context(
+            request_id=request.request_id, global_request_id=request.global_request_id
+        )
+    )
+
+
 class Handler:
     def __init__(
         self,
@@ -83,6 +97,10 @@ class Handler:
     def handle(self, delivery: Delivery) -> None:
         """Settle one delivery: ack, retry later, or dead-letter. Store, queue and DLM
         outages propagate (the delivery is then neither acked nor lost)."""
+        with context_of(delivery.request):
+            self._handle(delivery)
+
+    def _handle(self, delivery: Delivery) -> None:
         request = delivery.request
         if request is None:
             delivery.dead_letter(delivery.error or "malformed request")

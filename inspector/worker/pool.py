@@ -10,7 +10,7 @@ from typing import Protocol
 
 from inspector import errors, redaction
 from inspector.lifecycle import Lifecycle, Outages
-from inspector.worker.handler import Delivery, Handler, backoff
+from inspector.worker.handler import Delivery, Handler, backoff, context_of
 
 LOG = logging.getLogger(__name__)
 
@@ -85,6 +85,12 @@ class Pool:
         if self.lifecycle.shutdown.is_set():
             delivery.retry(0)  # back on the queue for another process
             return True
+        with context_of(delivery.request):  # this method's lines show the request too
+            self._settle(delivery)
+        return True
+
+    def _settle(self, delivery: Delivery) -> None:
+        """Handle the delivery; put it back on the queue when that failed."""
         try:
             self.handler.handle(delivery)
         except errors.ServiceUnavailable as exc:
@@ -94,7 +100,7 @@ class Pool:
             attempt = delivery.request.attempt if delivery.request else 0
             delivery.retry(backoff(attempt))
             if self.lifecycle.shutdown.is_set():
-                return True
+                return
             service = exc.service or "a backend"
             if service in SELF_RETRYING:
                 self.outages.give_up(service, exc.message)
@@ -122,4 +128,3 @@ class Pool:
                 LOG.exception("%sRequest not applied: retrying later", where)
             attempt = request.attempt if request else 0
             delivery.retry(backoff(attempt))
-        return True

@@ -1,7 +1,9 @@
 """FakeIronic: the `inspector.ironic.Ironic` interface on in-memory nodes and ports.
 
-Records every call with its arguments (`history`), counts them (`calls`), and can be told to
-fail the next N calls with ServiceUnavailable (`fail_next`). No HTTP, no retries, no waits.
+Records every call with its arguments and the headers the real client would add for the
+request it is made for (`history`; inspector.request_context's global request id),
+counts them (`calls`), and can be told to fail the next N calls with ServiceUnavailable
+(`fail_next`). No HTTP, no retries, no waits.
 """
 
 import contextlib
@@ -12,6 +14,7 @@ import uuid as uuidlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from inspector import request_context
 from inspector.errors import BadRequest, Conflict, InspectorError, NotFound, ServiceUnavailable
 from inspector.ironic import IronicNode, IronicPort
 
@@ -24,6 +27,8 @@ class Call:
     name: str
     args: tuple
     kwargs: dict
+    #: What the real connection would send besides its own headers (X-OpenStack-Request-ID).
+    headers: dict = dataclasses.field(default_factory=dict)
 
 
 class FakeIronic:
@@ -200,7 +205,8 @@ class FakeIronic:
     def _begin(self, name: str, *args: Any, **kwargs: Any) -> Iterator[None]:
         """Record the call, then fail it if told to; the state is locked while it runs."""
         with self._lock:
-            self.history.append(Call(name, copy.deepcopy(args), copy.deepcopy(kwargs)))
+            headers = request_context.outgoing_headers()
+            self.history.append(Call(name, copy.deepcopy(args), copy.deepcopy(kwargs), headers))
             if self._failures:
                 raise self._failures.pop(0)
             yield

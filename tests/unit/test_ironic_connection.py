@@ -19,6 +19,7 @@ import pytest
 from keystoneauth1 import plugin
 from keystoneauth1 import session as ks_session
 
+from inspector import request_context
 from inspector.ironic import API_VERSION, Ironic, connect, transport
 from inspector.ironic.connection import Connection, _origin
 from inspector.ironic.failures import Unreachable
@@ -131,6 +132,28 @@ def test_requests_carry_the_microversion_and_go_under_v1(standalone, server):
     assert headers["Accept"] == "application/json"
     assert headers["User-Agent"].startswith("inspector/")
     assert "Content-Type" not in headers
+
+
+GLOBAL_ID = "req-0b8f3c1e-5a4d-4e2b-9c7f-1d2e3f4a5b6c"
+
+
+def test_a_call_made_for_a_request_passes_its_global_request_id_on(standalone, server):
+    """As keystoneauth does with a global_request_id: X-OpenStack-Request-ID on every
+    call made for the request (retries and every client thread's own, no global),
+    nothing outside one, nothing Ironic would refuse to take."""
+    client = Ironic(standalone, connection=connect(standalone))
+    client.get_node(NODE)
+    context = request_context.Context(request_id="req-own", global_request_id=GLOBAL_ID)
+    with request_context.bound(context):
+        client.get_node(NODE)
+    server.answers = [(503, {"error_message": "busy"})]
+    standalone.set_override("retry_interval", 0.01, group="ironic")
+    with request_context.bound(request_context.Context(global_request_id=GLOBAL_ID)):
+        Ironic(standalone, connection=connect(standalone)).get_node(NODE)  # 503, then 200
+    with request_context.bound(request_context.Context(request_id="not-a-global-id")):
+        client.get_node(NODE)
+    ids = [request["headers"].get("X-OpenStack-Request-ID") for request in server.seen]
+    assert ids == [None, GLOBAL_ID, GLOBAL_ID, GLOBAL_ID, None]
 
 
 def test_a_versioned_endpoint_override_is_used_as_is(standalone, server):

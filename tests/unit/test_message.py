@@ -7,6 +7,8 @@ import pytest
 
 from inspector.broker.message import SCHEMA_VERSION, Envelope, MalformedRequest, Request
 
+GLOBAL_ID = "req-6f1c0a52-0d5e-4bb8-9a47-2e3c1d0b7a11"
+
 
 def _request() -> Request:
     return Request(
@@ -16,6 +18,7 @@ def _request() -> Request:
         payload_ref="payload-1",
         enqueued_at=1700000000.5,
         attempt=2,
+        global_request_id=GLOBAL_ID,
     )
 
 
@@ -60,6 +63,23 @@ def test_follow_up_id_derives_from_the_request() -> None:
     assert (follow_up.node_uuid, follow_up.event) == (request.node_uuid, "wait")
 
 
+def test_the_global_request_id_travels_with_the_request_and_its_follow_ups() -> None:
+    request = _request()
+    assert json.loads(request.to_json())["global_request_id"] == GLOBAL_ID
+    assert request.retry().global_request_id == GLOBAL_ID
+    assert request.follow_up("wait").global_request_id == GLOBAL_ID
+    assert Request(node_uuid="n", event="inspect").global_request_id is None
+
+
+def test_a_message_from_before_the_global_request_id_still_loads() -> None:
+    # What an older API or worker enqueued (a rolling upgrade): no global_request_id.
+    old = _without("global_request_id")
+    request = Request.from_json(json.dumps(old))
+    assert request.global_request_id is None
+    assert request.request_id == "req-1" and request.attempt == 2
+    assert Request.from_json(request.to_json()) == request
+
+
 def _without(name: str) -> dict:
     body = _request().to_dict()
     del body[name]
@@ -79,7 +99,11 @@ MALFORMED_REQUESTS = {
     "no schema": json.dumps(_without("schema")),
     "unknown schema": json.dumps(_with("schema", SCHEMA_VERSION + 1)),
     "schema as a string": json.dumps(_with("schema", str(SCHEMA_VERSION))),
-    **{f"missing {name}": json.dumps(_without(name)) for name in _request().to_dict()},
+    **{
+        f"missing {name}": json.dumps(_without(name))
+        for name in _request().to_dict()
+        if name != "global_request_id"  # optional: older messages lack it
+    },
     "node_uuid not a string": json.dumps(_with("node_uuid", 1)),
     "event null": json.dumps(_with("event", None)),
     "request_id a number": json.dumps(_with("request_id", 7)),
@@ -88,6 +112,8 @@ MALFORMED_REQUESTS = {
     "enqueued_at a boolean": json.dumps(_with("enqueued_at", True)),
     "attempt a float": json.dumps(_with("attempt", 1.5)),
     "attempt a boolean": json.dumps(_with("attempt", False)),
+    "global_request_id a number": json.dumps(_with("global_request_id", 7)),
+    "global_request_id a list": json.dumps(_with("global_request_id", [GLOBAL_ID])),
     "empty node_uuid": json.dumps(_with("node_uuid", "")),
     "empty event": json.dumps(_with("event", "")),
     "empty request_id": json.dumps(_with("request_id", "")),
