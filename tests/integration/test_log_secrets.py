@@ -180,12 +180,22 @@ def test_no_line_of_the_log_holds_a_secret_or_ramdisk_logs(service, ironic_api):
     error = service.wait_state(dumped, "error")["error"]
     assert SECRETS["bmc_password"] in error  # the node's error, for its API: whole
 
-    # 2. A format spec error (the spec would have been the whole data).
-    service.rule("spec", {"action": "set-attribute", "path": "/extra/x", "value": "{data:{data}}"})
+    # 2. A format spec that would have been the whole data is refused at creation now;
+    # one that fails only on the data (a spec a dict cannot take) fails at run time.
+    refused = requests.post(
+        f"{service.url}/v1/rules",
+        json={
+            "scope": "spec",
+            "actions": [{"action": "set-attribute", "path": "/extra/x", "value": "{data:{data}}"}],
+        },
+        timeout=10,
+    )
+    assert refused.status_code == 400, refused.text
+    service.rule("spec", {"action": "set-attribute", "path": "/extra/x", "value": "{data:>5}"})
     spec = enroll(ironic_api, "spec")
     service.introspect(spec)
     assert service.post(secret_payload(ironic_api, spec)).status_code == 200
-    assert "format spec" in service.wait_state(spec, "error")["error"]
+    assert "format" in service.wait_state(spec, "error")["error"]
 
     # 3. The ramdisk reports an error quoting a credential; its logs are stored, not logged.
     failed = enroll(ironic_api, "none")
