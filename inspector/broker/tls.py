@@ -11,6 +11,7 @@ a `rediss://` URL carries kombu's own `ssl_*` query parameters.
 import dataclasses
 import os
 import ssl
+import urllib.parse
 from typing import Any
 
 from oslo_config import cfg
@@ -56,13 +57,15 @@ class Tls:
         return scheme in TLS_SCHEMES or (self.enabled and scheme in AMQP_SCHEMES)
 
     def kombu_ssl(self, url: str) -> dict[str, Any] | None:
-        """kombu.Connection's `ssl` for url: None without TLS. A new dict each time: kombu
-        writes the broker's host name into it (server_hostname None means "the URL's
-        host", so that the certificate is checked against the host it connects to)."""
+        """kombu.Connection's `ssl` for url: None without TLS. The certificate is checked
+        against the URL's host as written (kombu would check `localhost` as 127.0.0.1);
+        for a failover URL (`;`), against the host each attempt connects to (None: kombu
+        writes it in, so each connection gets a dict of its own)."""
         if not self.applies_to(url):
             return None
         self.check()
-        options: dict[str, Any] = {"cert_reqs": ssl.CERT_REQUIRED, "server_hostname": None}
+        host = None if ";" in url else urllib.parse.urlsplit(url).hostname
+        options: dict[str, Any] = {"cert_reqs": ssl.CERT_REQUIRED, "server_hostname": host}
         if self.ca_file:
             options["ca_certs"] = self.ca_file
         if self.cert_file:

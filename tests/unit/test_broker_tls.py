@@ -44,22 +44,27 @@ def test_oslo_messagings_names_and_defaults(tmp_path):
 
 def test_kombu_ssl_options(pki):
     tls = client_tls(pki)
-    assert tls.kombu_ssl("amqp://u:p@h:5671//") == {
+    assert tls.kombu_ssl("amqp://u:p@rabbit.example.com:5671//") == {
         "cert_reqs": ssl.CERT_REQUIRED,
-        "server_hostname": None,  # kombu: the host it connects to, checked
+        "server_hostname": "rabbit.example.com",  # the certificate must name it
         "ca_certs": str(pki.ca),
         "certfile": str(pki.client_cert),
         "keyfile": str(pki.client_key),
     }
-    # A new dict each time: kombu writes the host name into the one it gets.
-    assert tls.kombu_ssl("amqp://h//") is not tls.kombu_ssl("amqp://h//")
+    # As written: kombu would check localhost's certificate against 127.0.0.1.
+    assert tls.kombu_ssl("amqp://localhost//")["server_hostname"] == "localhost"
+    # Failover URLs: the host of each attempt, which kombu writes into the dict it gets,
+    # so each connection gets a new one.
+    failover = "amqp://a:5671//;amqp://b:5671//"
+    assert tls.kombu_ssl(failover)["server_hostname"] is None
+    assert tls.kombu_ssl(failover) is not tls.kombu_ssl(failover)
     for url in ("redis://h:6379/0", "rediss://h:6379/0", "memory://"):
         assert tls.kombu_ssl(url) is None
     # Off: plain amqp, but amqps:// is TLS all the same, verified against the system's CAs.
     assert DEFAULT_TLS.kombu_ssl("amqp://h//") is None
     assert DEFAULT_TLS.kombu_ssl("amqps://h//") == {
         "cert_reqs": ssl.CERT_REQUIRED,
-        "server_hostname": None,
+        "server_hostname": "h",
     }
     # The key in the certificate's file.
     assert Tls(True, "", str(pki.client_cert)).kombu_ssl("amqp://h//")["keyfile"] is None
