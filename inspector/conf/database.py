@@ -5,9 +5,13 @@ from oslo_config import cfg
 
 GROUP = "database"
 
-#: oslo.db's defaults of the pool options.
-MAX_POOL_SIZE = 5
-MAX_OVERFLOW = 50
+#: Connections each pool keeps: at least the busy threads of a process ([api] threads
+#: 16 over two pools, the worker pool), since a connection returned beyond the size is
+#: closed and a burst would reconnect (oslo.db's default is 5).
+MAX_POOL_SIZE = 10
+#: Opened beyond MAX_POOL_SIZE at peaks, closed when returned (oslo.db's: 50).
+MAX_OVERFLOW = 20
+#: oslo.db's default.
 CONNECTION_RECYCLE_TIME = 3600
 
 OPTS = [
