@@ -1,13 +1,18 @@
-"""`inspector config sample|check`: print the sample configuration, or validate one."""
+"""`inspector config sample|check`: print the sample configuration, or validate one (per
+service role, with the checks the roles run at start-up: inspector.cmd.roles)."""
 
 import io
+import logging
 import sys
 
 from oslo_config import cfg, generator
 
 from inspector import conf as config
 from inspector.api.logs import setup_logging
+from inspector.cmd import roles
 from inspector.errors import ConfigError
+
+LOG = logging.getLogger(__name__)
 
 
 def add_parsers(commands) -> None:
@@ -16,7 +21,15 @@ def add_parsers(commands) -> None:
     sample = sub.add_parser("sample", help="print the sample configuration file")
     sample.set_defaults(run=run_sample)
     check = sub.add_parser(
-        "check", help="load and validate the configuration, then exit (0 when valid)"
+        "check",
+        help="load and validate the configuration, and check it as `inspector ROLE` does "
+        "at start-up, then exit (0 when that role would start)",
+    )
+    check.add_argument(
+        "--role",
+        choices=roles.ROLES,
+        help="the service role to check for; without it every role is checked and "
+        "reported, and the exit status is 0 when at least one of them would start",
     )
     check.set_defaults(run=run_check)
 
@@ -41,8 +54,30 @@ def run_sample(_args, rest) -> int:
     return 0
 
 
-def run_check(_args, rest) -> int:
+def run_check(args, rest) -> int:
+    role = getattr(args, "role", None)
+    conf = config.load(rest, conf=roles.build(role or "api"))
     # The logging options too: oslo.log sets up what they say (on standard error).
-    setup_logging(config.load(rest), command=True)
-    print("configuration is valid")
+    setup_logging(conf, command=True)
+    verdicts = [roles.check(conf, each) for each in ([role] if role else roles.ROLES)]
+    for note in verdicts[0].taken:
+        print(note)
+    for warning in verdicts[0].unread:
+        LOG.warning("%s", warning)
+    if role:
+        if verdicts[0].refused:
+            raise ConfigError(verdicts[0].message())
+        print(f"configuration is valid for `inspector {role}`")
+        return 0
+    for verdict in verdicts:
+        if verdict.refused:
+            print(f"`inspector {verdict.role}` would refuse it:\n  " + _indent(verdict.message()))
+    accepted = [f"`inspector {v.role}`" for v in verdicts if not v.refused]
+    if not accepted:
+        raise ConfigError("no role would start with this configuration (above)")
+    print(f"configuration is valid for {', '.join(accepted)}")
     return 0
+
+
+def _indent(text: str) -> str:
+    return text.replace("\n", "\n  ")

@@ -9,7 +9,7 @@ from inspector import store
 from inspector.api import app as app_factory
 from inspector.api import server
 from inspector.api.logs import setup_logging
-from inspector.cmd import wiring
+from inspector.cmd import roles, wiring
 from inspector.errors import ConfigError
 from inspector.lifecycle import Lifecycle, settle_heap
 from inspector.store import schema
@@ -35,12 +35,13 @@ def add_parsers(commands) -> None:
     everything.set_defaults(run=run_all)
 
 
-def _load(argv, *, embedded: bool) -> cfg.ConfigOpts:
-    conf = config.build()
-    if embedded:
-        conf.set_default("auth_strategy", "noauth")
-    conf = config.load(argv, conf=conf)
+def _load(argv, role: str) -> cfg.ConfigOpts:
+    """The configuration of `inspector <role>`, its logging set up, and the role's checks
+    (inspector.cmd.roles: what was taken from ironic-inspector's options is logged, a
+    configuration the role cannot serve is a ConfigError)."""
+    conf = config.load(argv, conf=roles.build(role))
     setup_logging(conf)
+    roles.require(conf, role)
     return conf
 
 
@@ -93,8 +94,7 @@ def _stopped(lifecycle: Lifecycle) -> int:
 
 
 def run_api(_args, argv) -> int:
-    conf = _load(argv, embedded=False)
-    wiring.check_shared_backends(conf, "api")
+    conf = _load(argv, "api")
     lifecycle = Lifecycle()
     lifecycle.install_signal_handlers()
     if not _require_schema(conf, lifecycle):
@@ -104,8 +104,7 @@ def run_api(_args, argv) -> int:
 
 
 def run_worker(_args, argv) -> int:
-    conf = _load(argv, embedded=False)
-    wiring.check_shared_backends(conf, "worker")
+    conf = _load(argv, "worker")
     lifecycle = Lifecycle()
     lifecycle.install_signal_handlers()
     if not _require_schema(conf, lifecycle):
@@ -118,7 +117,7 @@ def run_worker(_args, argv) -> int:
 
 
 def run_all(_args, argv) -> int:
-    conf = _load(argv, embedded=True)
+    conf = _load(argv, "all")
     old, new = schema.upgrade(store.database_url(conf))
     if old != new:
         LOG.info("Database schema upgraded from %s to %s", old or "empty", new)

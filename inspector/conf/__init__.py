@@ -18,6 +18,7 @@ from inspector.conf import (
     api,
     capabilities,
     clean_up,
+    compat,
     coordination,
     database,
     default,
@@ -73,7 +74,7 @@ GROUPS = (
     worker,
 )
 
-__all__ = ["GROUPS", "build", "list_opts", "load"]
+__all__ = ["GROUPS", "build", "known_options", "list_opts", "load", "registered"]
 
 
 def build() -> cfg.ConfigOpts:
@@ -89,7 +90,24 @@ def build() -> cfg.ConfigOpts:
             conf.register_opts(module.OPTS)
         else:
             conf.register_opts(module.OPTS, group=module.GROUP)
+    # ironic-inspector's options that decide the mapping (not in the sample).
+    compat.register(conf)
     return conf
+
+
+def registered(conf: cfg.ConfigOpts) -> list[tuple[str, list[cfg.Opt]]]:
+    """Every option group as registered by `build`: ours, oslo.log's and the few of
+    ironic-inspector's that inspector.conf.compat reads."""
+    return [
+        *((m.GROUP, list(m.OPTS)) for m in GROUPS),
+        (log.GROUP, log.registered(conf)),
+        (compat.GROUP, list(compat.OPTS)),
+    ]
+
+
+def known_options(conf: cfg.ConfigOpts) -> compat.Known:
+    """Every name (old names too) of the registered options, to the option's own."""
+    return compat.known_options(registered(conf))
 
 
 def load(
@@ -113,7 +131,9 @@ def load(
         raise ConfigError(f"cannot parse {exc.config_file}: {exc.msg}") from exc
     except cfg.Error as exc:
         raise ConfigError(str(exc)) from exc
-    validate(conf, [*((m.GROUP, list(m.OPTS)) for m in GROUPS), (log.GROUP, log.registered(conf))])
+    validate(conf, registered(conf))
+    # ironic-inspector's [DEFAULT] transport_url as our queue, where it is meant so.
+    compat.apply(conf)
     return conf
 
 

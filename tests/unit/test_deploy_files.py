@@ -323,7 +323,7 @@ def test_api_unit():
     ]
     assert wsgi.DEFAULT_CONFIG_FILE == CONFIG_FILE
     assert unit.value("Service", "ExecStartPre").endswith(
-        f"inspector config check --config-file {CONFIG_FILE}"
+        f"inspector config check --role api --config-file {CONFIG_FILE}"
     )
     # The address it binds is one of HAProxy's back ends.
     bind = re.search(r"--bind (\S+)", unit.value("Service", "ExecStart"))
@@ -333,6 +333,9 @@ def test_api_unit():
 
 def test_worker_unit():
     unit = read_unit(ETC / "inspector-worker.service")
+    assert unit.value("Service", "ExecStartPre").endswith(
+        f"inspector config check --role worker --config-file {CONFIG_FILE}"
+    )
     assert unit.value("Service", "Restart") == "always"
     assert unit.value("Unit", "StartLimitIntervalSec") == "0"
     assert unit.value("Service", "KillSignal") == "SIGTERM"

@@ -1,0 +1,102 @@
+"""What each service role asks of the configuration: the checks `inspector api`, `inspector
+worker` and `inspector all` run before they start, which `inspector config check --role`
+runs too (these functions, not a copy).
+"""
+
+import dataclasses
+import logging
+
+from oslo_config import cfg
+
+from inspector import conf as config
+from inspector.broker import transports
+from inspector.broker.tls import Tls
+from inspector.cmd import wiring
+from inspector.conf import compat
+from inspector.coordination import backends as dlm
+from inspector.errors import ConfigError
+
+LOG = logging.getLogger(__name__)
+
+ROLES = compat.ROLES
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    """One role's answer to a configuration."""
+
+    role: str
+    #: Why the role would not start (each naming the option and what to set); empty: it would.
+    problems: tuple[str, ...]
+    #: Which of ironic-inspector's options were taken for which of ours (or why not).
+    taken: tuple[str, ...]
+    #: Options set in a file that nothing reads.
+    unread: tuple[str, ...]
+
+    @property
+    def refused(self) -> bool:
+        return bool(self.problems)
+
+    def message(self) -> str:
+        return "\n".join(self.problems)
+
+
+def build(role: str) -> cfg.ConfigOpts:
+    """A ConfigOpts with every option registered and the role's defaults: `inspector all`
+    is the embedded first contact (noauth)."""
+    conf = config.build()
+    if role == "all":
+        conf.set_default("auth_strategy", "noauth")
+    return conf
+
+
+def check(conf: cfg.ConfigOpts, role: str) -> Verdict:
+    """Whether `inspector <role>` would start with conf (already loaded and validated)."""
+    take_over = compat.decide(conf)
+    problems = []
+    refused = compat.refusals(conf, role)
+    if refused:
+        problems.append(
+            f"`inspector {role}` cannot honour ironic-inspector's settings:\n  "
+            + "\n  ".join(refused)
+        )
+    try:
+        transports.select(conf.queue.transport_url)
+    except ConfigError as exc:
+        problems.append(f"[queue] transport_url: {exc.message}")
+    tls = Tls.from_conf(conf)
+    if tls.enabled or tls.applies_to(conf.queue.transport_url):
+        try:
+            tls.check()
+        except ConfigError as exc:
+            problems.append(exc.message)
+    if role == "all":
+        unusable = dlm.unsupported(conf.coordination.backend_url)
+        if unusable:
+            problems.append(unusable)
+    else:
+        try:
+            wiring.check_shared_backends(conf, role)
+        except ConfigError as exc:
+            shared = exc.message
+            if take_over.not_taken and conf.queue.transport_url.startswith("memory:"):
+                shared += f"\n{take_over.not_taken}"
+            problems.append(shared)
+    return Verdict(
+        role,
+        tuple(problems),
+        take_over.notes,
+        tuple(compat.unread(conf, config.known_options(conf))),
+    )
+
+
+def require(conf: cfg.ConfigOpts, role: str) -> None:
+    """Log what was taken from ironic-inspector's options and what nothing reads, once,
+    at start-up; raise ConfigError (exit status 2) when the role would be refused."""
+    verdict = check(conf, role)
+    for note in verdict.taken:
+        LOG.info("%s", note)
+    for warning in verdict.unread:
+        LOG.warning("%s", warning)
+    if verdict.refused:
+        raise ConfigError(verdict.message())
