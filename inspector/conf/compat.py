@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from oslo_config import cfg
 
 from inspector import redaction
+from inspector.conf import database
 
 GROUP = "DEFAULT"
 
@@ -259,6 +260,10 @@ NOTES: dict[tuple[str, str], str] = {
     "+ `inspector worker` only with [coordination] single_host = true",
     ("pxe_filter", "driver"): "default noop (ironic-inspector: iptables)",
     ("processing", "store_data"): "none or database; swift is refused",
+    ("database", "max_pool_size"): f"default {database.MAX_POOL_SIZE} (oslo.db: 5), for "
+    "each of a process's two pools",
+    ("database", "max_overflow"): f"default {database.MAX_OVERFLOW} (oslo.db: 50), for each "
+    "of a process's two pools",
     ("pxe_filter", "sync_period"): "0 to 30 s (more is refused), 0 disables",
     ("DEFAULT", "introspection_delay"): "the least time between two power-ons, now "
     "across the cluster",
