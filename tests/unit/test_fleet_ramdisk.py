@@ -64,6 +64,8 @@ def test_a_5xx_is_posted_again_on_a_new_connection(service, ramdisks):
     ramdisks.register({"n1": b"{}"}, service.url)
     ramdisks.boot("n1")
     wait_for(lambda: len(service.posts) == 3, 5, 0.01, "three attempts")
+    # The service counts a post before the ramdisk has read its answer and recorded it.
+    wait_for(lambda: len(ramdisks.latencies()) == 3, 5, 0.01, "the three answers recorded")
     assert [status for _, status in service.posts] == [503, 502, 200]
     assert len({port for port, _ in service.posts}) == 3  # no keep-alive reuse
     assert [(n, a, s) for n, a, s, _ in ramdisks.failures] == [("n1", 1, 503), ("n1", 2, 502)]
