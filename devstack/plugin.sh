@@ -206,7 +206,8 @@ function configure_inspector {
     iniset "$INSPECTOR_CONF" dnsmasq_pxe_filter dnsmasq_start_command "systemctl start devstack@inspector-dnsmasq"
     iniset "$INSPECTOR_CONF" dnsmasq_pxe_filter dnsmasq_stop_command "systemctl stop devstack@inspector-dnsmasq"
 
-    "$INSPECTOR_BIN_DIR/inspector" config check --config-file "$INSPECTOR_CONF"
+    "$INSPECTOR_BIN_DIR/inspector" config check --role api --config-file "$INSPECTOR_CONF"
+    "$INSPECTOR_BIN_DIR/inspector" config check --role worker --config-file "$INSPECTOR_CONF"
 
     if is_service_enabled inspector-dnsmasq; then
         render_inspector_dnsmasq_conf "$INSPECTOR_DIR/etc/inspector/dnsmasq.conf" "$INSPECTOR_DNSMASQ_CONF"
