@@ -64,7 +64,10 @@ class _Redacting:
     summary`. Both are masked here."""
 
     def formatException(self, ei, *args, **kwargs):
-        return redaction.mask_traceback(super().formatException(ei, *args, **kwargs))
+        text = super().formatException(ei, *args, **kwargs)
+        if isinstance(text, list):  # oslo.log before 8 (JSONFormatter): the lines
+            return [redaction.mask_traceback(line) for line in text]
+        return redaction.mask_traceback(text)
 
     def format(self, record: logging.LogRecord):
         formatted = super().format(record)
