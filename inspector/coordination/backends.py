@@ -235,10 +235,17 @@ class _ToozLease(Lease):
 
     def renew(self) -> bool:
         try:
-            return self._lock.heartbeat() is not False
+            lost = self._lost()
         except Exception as exc:  # tooz or the client library: either way, not ours now
             LOG.warning("Lease %s lost: %s", self._name, exc)
             return False
+        if lost:
+            LOG.warning("Lease %s lost: %s", self._name, lost)
+        return lost is None
+
+    def _lost(self) -> str | None:
+        """None while the lease is still ours; else why not ("": nothing to log)."""
+        return None if self._lock.heartbeat() is not False else ""
 
     def release(self) -> None:
         try:
@@ -251,20 +258,13 @@ class _ToozLease(Lease):
 class _EtcdLease(_ToozLease):
     """etcd3gw: its lock's heartbeat says True even when the lease had expired."""
 
-    def renew(self) -> bool:
+    def _lost(self) -> str | None:
         lock = self._lock
-        try:
-            with lock._exclusive_access:
-                if not lock.acquired:
-                    return False
-                ttl = lock._lease.refresh()
-        except Exception as exc:
-            LOG.warning("Lease %s lost: %s", self._name, exc)
-            return False
-        if ttl <= 0:
-            LOG.warning("Lease %s lost: it had expired", self._name)
-            return False
-        return True
+        with lock._exclusive_access:
+            if not lock.acquired:
+                return ""
+            ttl = lock._lease.refresh()
+        return "it had expired" if ttl <= 0 else None
 
     def release(self) -> None:
         super().release()
@@ -288,20 +288,15 @@ class _ZooKeeperLease(_ToozLease):
             late=lambda taken: taken and lock.release(),
         )
 
-    def renew(self) -> bool:
+    def _lost(self) -> str | None:
         recipe = self._lock._lock
         client = recipe.client
-        try:
-            if recipe.is_acquired and recipe.node is not None and client.connected:
-                path = f"{recipe.path}/{recipe.node}"
-                data, _ = client.get_async(path).get(timeout=CALL_TIMEOUT)
-                if data == recipe.data:
-                    return True
-        except Exception as exc:
-            LOG.warning("Lease %s lost: %s", self._name, exc)
-            return False
-        LOG.warning("Lease %s lost: not connected, or its node is gone", self._name)
-        return False
+        if recipe.is_acquired and recipe.node is not None and client.connected:
+            path = f"{recipe.path}/{recipe.node}"
+            data, _ = client.get_async(path).get(timeout=CALL_TIMEOUT)
+            if data == recipe.data:
+                return None
+        return "not connected, or its node is gone"
 
     def release(self) -> None:
         # Disconnected, the release waits in its thread for the connection to come back
@@ -326,15 +321,8 @@ class _MemcachedLease(_ToozLease):
             return False
         return bool(client.cas(lock.name, value, cas, expire=lock.timeout, noreply=False))
 
-    def renew(self) -> bool:
-        try:
-            if self._refresh():
-                return True
-        except Exception as exc:
-            LOG.warning("Lease %s lost: %s", self._name, exc)
-            return False
-        LOG.warning("Lease %s lost: it had expired", self._name)
-        return False
+    def _lost(self) -> str | None:
+        return None if self._refresh() else "it had expired"
 
     def release(self) -> None:
         lock = self._lock
