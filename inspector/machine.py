@@ -1,6 +1,9 @@
 """The introspection state machine: the one transition table, and the only importer of automaton.
 
-Nothing else in the project decides whether an event may move a node, or where to.
+Nothing else in the project decides whether an event may move a node, where to, which
+task runs on the way, and which event follows automatically: each is a column of TABLE.
+The words the rest of the project uses about transitions (request statuses, the events
+that open an introspection, the states that expect ramdisk data) are defined here too.
 It does no I/O: callers load the state, ask `Machine.advance`, and commit the result.
 """
 
@@ -35,8 +38,45 @@ class Event(enum.StrEnum):
     ENROLL = "enroll"  # discovery: an unknown node posted its data
 
 
+class Task(enum.StrEnum):
+    """The work a worker does after committing a transition (inspector.worker.tasks)."""
+
+    START = "start"  # record how to find the node, set PXE boot, power it on
+    PROCESS = "process"  # hooks, rules, one update of Ironic, power off
+    REAPPLY = "reapply"  # hooks and rules again on the stored data
+    ENROLL = "enroll"  # discovery: create the node in Ironic
+    END = "end"  # tell the PXE firewalls the introspection ended (when they listen)
+
+    @property
+    def is_quick(self) -> bool:
+        """No work of its own beyond an announcement: a follow-up event whose transition
+        runs it is applied at once, under the lock the parent's step holds."""
+        return self is Task.END
+
+
+class RequestStatus(enum.StrEnum):
+    """Where a transition request is: each request's row in the store says it."""
+
+    APPLIED = "applied"  # committed; its task not finished (or its worker died)
+    #: Applied, and its task stopped by a backend outage the worker saw.
+    INTERRUPTED = "interrupted"
+    #: A strict event's task finished; its follow-up may not be applied yet. Seen again,
+    #: the event is deja vu: its work is not done twice.
+    RAN = "ran"
+    DONE = "done"  # its task ran and its follow-up is applied or enqueued
+    REJECTED = "rejected"  # the machine refused the event
+
+
+#: Statuses of a request not done yet (its task unfinished, or its follow-up unsent).
+UNFINISHED = frozenset({RequestStatus.APPLIED, RequestStatus.INTERRUPTED, RequestStatus.RAN})
+
 #: Events that must not take effect twice: seen again, they send the node to error.
 STRICT_EVENTS = frozenset({Event.CONTINUE})
+
+#: Events that open an introspection (or reopen an ended one). The work queue gives them
+#: a lane of their own, so that a batch of hundreds never queues ahead of the requests
+#: that move the introspections already under way.
+START_EVENTS = frozenset({Event.INSPECT, Event.REAPPLY, Event.ENROLL})
 
 #: States in which work is in flight; each has an `error` and a `timeout` exit.
 ACTIVE_STATES = frozenset(
@@ -45,6 +85,10 @@ ACTIVE_STATES = frozenset(
 
 #: States in which an introspection is over (`finished: true` in the API).
 FINAL_STATES = frozenset({State.FINISHED, State.ERROR})
+
+#: States in which a node waits for its ramdisk's data (starting: the ramdisk was faster
+#: than the automatic `wait`; the worker applies `continue` once `wait` has landed).
+EXPECTING_DATA = frozenset({State.WAITING, State.STARTING})
 
 #: Error messages set by transitions into `error` that carry no message of their own.
 ABORT_REASON = "Canceled by operator"
@@ -58,9 +102,25 @@ DEJA_VU_REASON = (
 _NONE = "(none)"  # automaton needs a name for "no introspection yet"
 
 
+#: The task and the automatic follow-up event of a transition into each target state.
+#: Rows take them from here, so that every way into a state does the same work.
+_ON_ENTRY: dict[State, tuple[Task | None, Event | None]] = {
+    State.STARTING: (Task.START, Event.WAIT),
+    State.WAITING: (None, None),
+    State.PROCESSING: (Task.PROCESS, Event.FINISH),
+    State.REAPPLYING: (Task.REAPPLY, Event.FINISH),
+    State.ENROLLING: (Task.ENROLL, Event.CONTINUE),
+    State.FINISHED: (Task.END, None),
+    State.ERROR: (Task.END, None),
+}
+
+
 @dataclasses.dataclass(frozen=True)
 class Row:
-    """One transition: `source` None means the node has no introspection record yet."""
+    """One transition: `source` None means the node has no introspection record yet.
+
+    `task` is the work a worker does once the transition is committed, `follow_up` the
+    event it applies next when the task succeeded (both from the target state)."""
 
     source: State | None
     event: Event
@@ -68,6 +128,14 @@ class Row:
     origin: str  # "design", or "addition" for what ironic-inspector added / our fixes
     note: str = ""
     reason: str | None = None  # the node's error message when target is ERROR
+
+    @property
+    def task(self) -> Task | None:
+        return _ON_ENTRY[self.target][0]
+
+    @property
+    def follow_up(self) -> Event | None:
+        return _ON_ENTRY[self.target][1]
 
 
 def _error_rows(states: tuple[State, ...], event: Event, reason: str | None, note: str):
@@ -114,12 +182,15 @@ del S, E
 
 @dataclasses.dataclass(frozen=True)
 class Transition:
-    """The answer of the machine: where `event` takes a node in `source`."""
+    """The answer of the machine: where `event` takes a node in `source`, the task to
+    run once it is committed, and the event that follows when the task succeeded."""
 
     source: State | None
     event: Event
     target: State
     reason: str | None
+    task: Task | None = None
+    follow_up: Event | None = None
 
     @property
     def is_strict(self) -> bool:
@@ -156,8 +227,19 @@ class Machine:
             where = "a node with no introspection" if state is None else f"state {state}"
             raise InvalidTransition(f"event {event} is not allowed in {where}") from exc
         target = State(fsm.current_state)
-        row = self._rows[(state, Event(event))]
-        return Transition(state, Event(event), target, row.reason)
+        return self._transition(self._rows[(state, Event(event))], target)
+
+    def resume(self, source: State | None, event: Event, target: State) -> Transition:
+        """The transition a committed request made (from its request row): its task runs
+        again when its worker died before finishing it."""
+        row = self._rows.get((source, event))
+        if row is None or row.target is not target:  # a row of an older table
+            return Transition(source, event, target, None, *_ON_ENTRY[target])
+        return self._transition(row, target)
+
+    @staticmethod
+    def _transition(row: Row, target: State) -> Transition:
+        return Transition(row.source, row.event, target, row.reason, row.task, row.follow_up)
 
     def rows(self) -> tuple[Row, ...]:
         return tuple(self._rows.values())

@@ -27,6 +27,12 @@ Rows marked *design* are the original HA design's table, exactly; rows marked
 - All other events are **reentrant**: repeating them is harmless.
 - Active states ({active}) each have an `error` and a `timeout` exit.
 - `(none)` is a node with no introspection record yet.
+- **task** is the work a worker does once the transition is committed
+  (`inspector/worker/tasks.py`); **follow-up** the event it applies next when the task
+  succeeded: at once, under the same lock, when that event's own transition has no task
+  but the announcement `end`; through the work queue otherwise.
+- The task `end` tells the PXE firewalls that the introspection ended (when they listen
+  on the channel); without a channel it does nothing.
 """
 
 
@@ -34,17 +40,21 @@ def _name(state) -> str:
     return "(none)" if state is None else state.value
 
 
+def _value(member) -> str:
+    return "-" if member is None else member.value
+
+
 def render_table(rows: tuple[Row, ...]) -> str:
     lines = [
-        "| state | event | target | kind | origin | note |",
-        "|---|---|---|---|---|---|",
+        "| state | event | target | task | follow-up | kind | origin | note |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         kind = "strict" if row.event in STRICT_EVENTS else "reentrant"
         note = row.note + (f' (error: "{row.reason}")' if row.reason else "")
         lines.append(
             f"| {_name(row.source)} | {row.event.value} | {row.target.value} "
-            f"| {kind} | {row.origin} | {note} |"
+            f"| {_value(row.task)} | {_value(row.follow_up)} | {kind} | {row.origin} | {note} |"
         )
     return "\n".join(lines)
 

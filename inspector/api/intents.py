@@ -14,9 +14,9 @@ from datetime import timedelta
 from inspector import errors, request_context
 from inspector.api.context import Services
 from inspector.broker.message import Request
-from inspector.machine import ACTIVE_STATES, Event, State, Transition
-from inspector.store import UNSET, NodeRecord, requests
-from inspector.store.transitions import change_for
+from inspector.commit import commit
+from inspector.machine import ACTIVE_STATES, UNFINISHED, Event, RequestStatus, State, Transition
+from inspector.store import UNSET, NodeRecord
 
 LOG = logging.getLogger(__name__)
 
@@ -83,7 +83,7 @@ def arrive(svc: Services, node_uuid: str, event: Event, request_id: str | None) 
     unqueued = svc.store.find_request(request.follow_up(UNQUEUED).request_id)
     if unqueued is not None:
         raise errors.ServiceUnavailable(unqueued.reason or "The work queue was unavailable")
-    if node is not None and seen.status in requests.UNFINISHED and node.version == seen.version:
+    if node is not None and seen.status in UNFINISHED and node.version == seen.version:
         # Nothing moved the node since: its worker may never have got the request (a
         # duplicate is consumed by request id, see worker.handler).
         _enqueue(svc, request, node)
@@ -133,18 +133,18 @@ def record(
     request_context.set_node(node_uuid)
     transition = check(svc, node_uuid, node, event)
     request = new_request(node_uuid, event, request_id)
-    change = change_for(
-        transition,
-        node_uuid,
-        node,
-        request.request_id,
-        svc.store.clock(),
-        status=requests.APPLIED,
-        reason=reason,
-        manage_boot=UNSET if manage_boot is None else manage_boot,
-    )
     try:
-        committed = svc.store.apply(change, node)
+        committed = commit(
+            svc.store,
+            node_uuid,
+            node,
+            transition,
+            request.request_id,
+            status=RequestStatus.APPLIED,  # the worker runs its task
+            reason=reason,
+            manage_boot=UNSET if manage_boot is None else manage_boot,
+            by="API",
+        )
     except (errors.NodeBusy, errors.Conflict) as exc:
         if request_id is not None:
             arrival = arrive(svc, node_uuid, event, request_id)
@@ -156,13 +156,6 @@ def record(
     if snapshot is not None:
         svc.store.save_snapshot(node_uuid, snapshot, None)
     _enqueue(svc, request, committed)
-    LOG.info(
-        "[node %s req %s] %s -> %s (API)",
-        node_uuid,
-        request.request_id,
-        transition.source,
-        committed.state,
-    )
     return committed
 
 
@@ -187,16 +180,14 @@ def _enqueue(svc: Services, request: Request, node: NodeRecord) -> None:
         # visibly instead of leaving it until the time-out.
         LOG.error("[node %s] cannot enqueue %s: %s", node.uuid, request.event, exc)
         failed = svc.machine.advance(State(node.state), Event.ERROR)
-        svc.store.apply(
-            change_for(
-                failed,
-                node.uuid,
-                node,
-                request.follow_up(UNQUEUED).request_id,
-                svc.store.clock(),
-                status=requests.DONE,
-                reason=f"The work queue is unavailable: {exc.message}",
-            ),
+        commit(
+            svc.store,
+            node.uuid,
             node,
+            failed,
+            request.follow_up(UNQUEUED).request_id,
+            status=RequestStatus.DONE,
+            reason=f"The work queue is unavailable: {exc.message}",
+            by="API",
         )
         raise errors.ServiceUnavailable(f"The work queue is unavailable: {exc.message}") from exc

@@ -13,16 +13,13 @@ import flask
 from inspector import errors, request_context
 from inspector.api import auth, intents, params
 from inspector.api.context import services
-from inspector.machine import Event, State
+from inspector.machine import EXPECTING_DATA, Event
 from inspector.processing import lookup, payload, ramdisk_logs
 
 LOG = logging.getLogger(__name__)
 
 blueprint = flask.Blueprint("ramdisk", __name__)
 
-#: States in which a node waits for its ramdisk (starting: the ramdisk was faster than
-#: the automatic `wait`; the worker applies `continue` once `wait` has landed).
-EXPECTING_DATA = (State.WAITING, State.STARTING)
 #: Characters of a refusal's reason that reach the log.
 MAX_LOGGED = 500
 

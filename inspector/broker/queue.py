@@ -19,7 +19,7 @@ from inspector.broker.link import Link, Links
 from inspector.broker.message import Envelope, MalformedRequest, Request
 from inspector.broker.tls import DEFAULT_TLS, Tls
 from inspector.errors import ServiceUnavailable
-from inspector.machine import Event
+from inspector.machine import START_EVENTS
 
 LOG = logging.getLogger(__name__)
 
@@ -29,19 +29,16 @@ LOG = logging.getLogger(__name__)
 POLL_SLICE = 1.0
 #: Suffix of the queue that receives dead letters (one for both lanes).
 DEAD_SUFFIX = ".dead"
-#: Suffix of the start lane, the queue of START_EVENTS; the others use the queue's name.
+#: Suffix of the start lane, the queue of machine.START_EVENTS (they wait there, so that
+#: a batch of hundreds never queues ahead of the introspections under way, whose nodes
+#: would otherwise time out); the others use the queue's name. Workers take turns.
 START_SUFFIX = ".start"
-#: Events that open an introspection (or reopen an ended one): they wait on the start
-#: lane, so that a batch of hundreds never queues ahead of the requests that move the
-#: introspections already under way (wait, continue, finish, abort, error, timeout...),
-#: whose nodes would otherwise time out. Workers take turns between the two lanes.
-START_EVENTS = frozenset({Event.INSPECT, Event.REAPPLY, Event.ENROLL})
 
 
 class WorkQueue:
     """Put requests; get them as deliveries, which the getter acks, retries or dead-letters.
 
-    Two lanes, `<name>` and `<name>.start` (see START_EVENTS), are consumed together,
+    Two lanes, `<name>` and `<name>.start` (see machine.START_EVENTS), are consumed together,
     fairly, with at most one unsettled delivery per thread across both.
 
     Each thread has its own broker connection, opened on first use; `close()` closes

@@ -32,7 +32,7 @@ from inspector.worker.faults import Faults
 from inspector.worker.handler import Handler
 from inspector.worker.metrics import NoMetrics, WorkerMetrics
 from inspector.worker.pool import Pool
-from inspector.worker.tasks import Tasks
+from inspector.worker.tasks import NoTasks, Tasks
 from inspector.worker.throttle import RebootThrottle
 from inspector.worker.watchdog import Watchdog
 
@@ -280,7 +280,7 @@ def running_pool(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> Iterator[Pool]:
             channels.Announcer(channel, wanted=demand.Demand(db)) if channel is not None else None
         )
         tasks = (
-            Tasks()
+            NoTasks()
             if t_ironic is None
             else Tasks(t_db, t_ironic, conf, throttle=throttle, announcer=announcer)
         )

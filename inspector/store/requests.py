@@ -10,19 +10,8 @@ from datetime import datetime
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
+from inspector.machine import UNFINISHED, RequestStatus
 from inspector.store.models import Request
-
-APPLIED = "applied"
-DONE = "done"
-REJECTED = "rejected"
-#: Applied, and its task stopped by a backend outage that the worker saw (a bare
-#: `applied` also means the task did not finish: its worker died before marking it).
-INTERRUPTED = "interrupted"
-#: A strict event's task finished; its follow-ups may not be enqueued yet. Seen again,
-#: the event is deja vu: its work is not done twice.
-RAN = "ran"
-#: Statuses of a request not done yet (its task unfinished, or its follow-ups unsent).
-UNFINISHED = (APPLIED, INTERRUPTED, RAN)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,7 +57,7 @@ def record(
             version=version,
             reason=reason,
             applied_at=now,
-            done_at=now if status != APPLIED else None,
+            done_at=now if status != RequestStatus.APPLIED else None,
         )
     )
     session.flush()
@@ -84,7 +73,7 @@ def finish(session: Session, request_id: str, *, now: datetime) -> None:
     session.execute(
         update(Request)
         .where(Request.request_id == request_id, Request.status.in_(UNFINISHED))
-        .values(status=DONE, done_at=now)
+        .values(status=RequestStatus.DONE, done_at=now)
         .execution_options(synchronize_session=False)
     )
 

@@ -16,6 +16,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 from inspector import errors
+from inspector.machine import RequestStatus
 from inspector.store import (
     census,
     listing,
@@ -287,7 +288,7 @@ class Store:
                 event=event,
                 source_state=state,
                 target_state=state,
-                status=requests.REJECTED,
+                status=RequestStatus.REJECTED,
                 version=None,
                 reason=reason,
                 now=self.clock(),

@@ -11,8 +11,7 @@ from sqlalchemy import Connection, any_, bindparam, insert, literal_column, sele
 from sqlalchemy.dialects.postgresql import ARRAY
 
 from inspector import errors
-from inspector.machine import FINAL_STATES, State, Transition
-from inspector.store import requests
+from inspector.machine import FINAL_STATES, UNFINISHED, RequestStatus, State, Transition
 from inspector.store.models import Node, Request
 from inspector.store.nodes import FIRST_VERSION, UNSET, NodeRecord, Unset
 from inspector.store.requests import RequestRecord
@@ -61,9 +60,9 @@ def _mark(target: str, sources: tuple[str, ...], **values):
 
 
 #: Request marks, built once (see `finish`, `interrupt` and `ran`).
-FINISH = _mark(requests.DONE, requests.UNFINISHED, done_at=bindparam("now"))
-INTERRUPT = _mark(requests.INTERRUPTED, (requests.APPLIED,))
-RAN = _mark(requests.RAN, (requests.APPLIED, requests.INTERRUPTED))
+FINISH = _mark(RequestStatus.DONE, tuple(UNFINISHED), done_at=bindparam("now"))
+INTERRUPT = _mark(RequestStatus.INTERRUPTED, (RequestStatus.APPLIED,))
+RAN = _mark(RequestStatus.RAN, (RequestStatus.APPLIED, RequestStatus.INTERRUPTED))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,7 +75,7 @@ class Change:
     event: str
     source: str | None
     target: str
-    status: str = requests.APPLIED
+    status: str = RequestStatus.APPLIED
     error: str | Unset | None = UNSET
     started_at: datetime | Unset | None = UNSET
     finished_at: datetime | Unset | None = UNSET
@@ -166,7 +165,7 @@ def apply(
             version=record.version,
             reason=change.error if isinstance(change.error, str) else None,
             applied_at=now,
-            done_at=None if change.status == requests.APPLIED else now,
+            done_at=None if change.status == RequestStatus.APPLIED else now,
         )
     )
     return record
@@ -247,7 +246,7 @@ def _request_params(change: Change, now: datetime) -> dict:
         "source": None if change.source is None else str(change.source),
         "status": change.status,
         "reason": change.error if isinstance(change.error, str) else None,
-        "done_at": None if change.status == requests.APPLIED else now,
+        "done_at": None if change.status == RequestStatus.APPLIED else now,
     }
 
 

@@ -10,7 +10,8 @@ from typing import Protocol
 
 from inspector import errors, redaction
 from inspector.lifecycle import Lifecycle, Outages
-from inspector.worker.handler import Delivery, Handler, backoff, context_of
+from inspector.worker.delivery import Delivery, backoff, context_of
+from inspector.worker.handler import Handler
 
 LOG = logging.getLogger(__name__)
 

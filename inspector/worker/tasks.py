@@ -1,4 +1,4 @@
-"""The work bound to each transition, and the follow-up events it produces.
+"""The work of each transition: what the `task` column of inspector.machine's table names.
 
 A task runs under the node lock after the state change is committed, so it must be
 idempotent for reentrant events: a redelivered request runs it again.
@@ -8,34 +8,23 @@ import contextlib
 import dataclasses
 import logging
 import time
-from typing import Any
+from typing import Any, Protocol
 
+from oslo_config import cfg
+
+from inspector.broker.channels import Announcer
 from inspector.broker.message import Request
 from inspector.errors import Conflict
-from inspector.ironic import IronicNode, IronicPort, bmc_addresses
-from inspector.machine import FINAL_STATES, Event, State, Transition
+from inspector.ironic import Ironic, IronicNode, IronicPort, bmc_addresses
+from inspector.machine import Task, Transition
 from inspector.processing import hooks as hook_plugins
 from inspector.processing import lookup, pipeline
 from inspector.processing.context import ProcessingError
 from inspector.store import NodeRecord, Store
 from inspector.store.snapshots import SnapshotRecord
+from inspector.worker.throttle import RebootThrottle
 
 LOG = logging.getLogger(__name__)
-
-#: Events a worker applies next once the task of a transition into these states ran.
-FOLLOW_UPS: dict[State, tuple[Event, ...]] = {
-    State.STARTING: (Event.WAIT,),
-    State.PROCESSING: (Event.FINISH,),
-    State.REAPPLYING: (Event.FINISH,),
-    State.ENROLLING: (Event.CONTINUE,),
-}
-#: The task (a Tasks method) run on entering these states: Ironic calls, processing.
-TASKS: dict[State, str] = {
-    State.STARTING: "start",
-    State.PROCESSING: "process",
-    State.REAPPLYING: "reapply",
-    State.ENROLLING: "enroll",
-}
 
 
 def _no_dns(*_args, **_kwargs) -> list:
@@ -57,56 +46,76 @@ def _node_of(record: SnapshotRecord | None) -> IronicNode | None:
 DEFAULT_ERROR = "Introspection failed"
 
 
-class Tasks:
-    """Runs the task of a transition: the Ironic work of starting an introspection, and
-    the processing of ramdisk data. Tests subclass it to record or fail."""
+class Runner(Protocol):
+    """What the worker's step asks of the tasks (Tasks, or NoTasks)."""
 
-    #: Tells the PXE firewalls when an introspection starts and ends
-    #: (broker.channels.Announcer); None: they learn it by polling the store only.
-    announcer: Any = None
+    def has_work(self, transition: Transition) -> bool: ...
+    def run(self, node: NodeRecord, request: Request, transition: Transition) -> None: ...
+    def error_reason(self, request: Request) -> str: ...
+
+
+class NoTasks:
+    """The table's transitions without their work: a worker whose tasks are skipped (the
+    engine benchmark, inspector.worker.faults) still follows every transition."""
+
+    def has_work(self, transition: Transition) -> bool:
+        return transition.task is not None and not transition.task.is_quick
+
+    def run(self, node: NodeRecord, request: Request, transition: Transition) -> None:
+        pass
+
+    def error_reason(self, request: Request) -> str:
+        return DEFAULT_ERROR
+
+
+class Tasks:
+    """Runs the task the table names for a transition: the Ironic work of starting an
+    introspection, the processing of ramdisk data, discovery's enrolment, and the
+    announcement of an end to the PXE firewalls. Tests subclass it to record or fail."""
 
     def __init__(
         self,
-        store: Store | None = None,
-        ironic: Any = None,
-        conf: Any = None,
+        store: Store,
+        ironic: Ironic,
+        conf: cfg.ConfigOpts,
         *,
-        throttle: Any = None,
-        announcer: Any = None,
+        throttle: RebootThrottle | None = None,
+        announcer: Announcer | None = None,
     ) -> None:
         self.store = store
         self.ironic = ironic
         self.conf = conf
-        #: The reboot throttle (worker.throttle.RebootThrottle); None: no throttle.
+        #: The reboot throttle; None: no throttle.
         self.throttle = throttle
+        #: Tells the PXE firewalls when an introspection starts and ends; None: they
+        #: learn it by polling the store only.
         self.announcer = announcer
         # Loaded once: an unknown hook name stops start-up, not every introspection.
-        self.hooks = hook_plugins.load(conf) if conf is not None else []
+        self.hooks = hook_plugins.load(conf)
 
-    def has_work(self, target: State) -> bool:
-        """Whether entering target runs a task or enqueues a follow-up (or, with an
-        announcer, announces that the introspection ended)."""
-        return target in FOLLOW_UPS or (self.announcer is not None and target in FINAL_STATES)
+    def has_work(self, transition: Transition) -> bool:
+        """Whether the transition's task does anything here: an end's announcement only
+        with an announcer."""
+        if transition.task is Task.END:
+            return self.announcer is not None
+        return transition.task is not None
 
-    def is_quick(self, target: State) -> bool:
-        """Whether entering target runs no task of its own (at most an announcement):
-        a follow-up into it is applied at once, under the lock its step holds."""
-        return target not in TASKS
-
-    def run(self, node: NodeRecord, request: Request, transition: Transition) -> list[Event]:
-        """Do the transition's work; return the follow-up events to apply next."""
-        task = TASKS.get(transition.target)
-        if task is not None:
-            getattr(self, task)(node, request)
-        if self.announcer is not None and transition.target in FINAL_STATES:
+    def run(self, node: NodeRecord, request: Request, transition: Transition) -> None:
+        """Do the transition's task (the table's `task` column)."""
+        if transition.task is Task.START:
+            self.start(node, request)
+        elif transition.task is Task.PROCESS:
+            self.process(node, request)
+        elif transition.task is Task.REAPPLY:
+            self.reapply(node, request)
+        elif transition.task is Task.ENROLL:
+            self.enroll(node, request)
+        elif transition.task is Task.END and self.announcer is not None:
             self.announcer.introspection_ended(node.uuid)
-        return list(FOLLOW_UPS.get(transition.target, ()))
 
     def start(self, node: NodeRecord, request: Request) -> None:
         """Record how the ramdisk will find the node (its ports' MACs, its BMC addresses),
         then, when boot is managed, set PXE boot and power it on. Idempotent."""
-        if self.ironic is None or self.store is None:
-            return
         # The node as the API read it to accept this start, else as Ironic has it now.
         record = self._fresh_snapshot(node)
         ironic_node = _node_of(record) or self.ironic.get_node(node.uuid)
@@ -150,27 +159,23 @@ class Tasks:
         """Process the stored ramdisk data (hooks, rules, one update of Ironic), store
         the result when [processing] store_data says so, and power the node off when
         boot is managed and power_off is set."""
-        if self.store is None:
-            return
         raw = self.store.get_data(node.uuid, processed=False)
         if raw is None:
             raise ProcessingError(f"no ramdisk data stored for node {node.uuid}")
-        processed = raw
-        if self.ironic is not None and self.conf is not None:
-            # A reapply reads Ironic afresh; an introspection goes on from its start.
-            known = self._snapshot(node) if power else None
-            processed = pipeline.process(
-                self.conf,
-                self.ironic,
-                node.uuid,
-                raw,
-                self.store.all_rules(),
-                hooks=self.hooks,
-                known=known,
-            )
-        if self.conf is not None and self.conf.processing.store_data == "database":
+        # A reapply reads Ironic afresh; an introspection goes on from its start.
+        known = self._snapshot(node) if power else None
+        processed = pipeline.process(
+            self.conf,
+            self.ironic,
+            node.uuid,
+            raw,
+            self.store.all_rules(),
+            hooks=self.hooks,
+            known=known,
+        )
+        if self.conf.processing.store_data == "database":
             self.store.store_data(node.uuid, processed, processed=True)
-        if power and self.ironic is not None and node.manage_boot and self._power_off():
+        if power and node.manage_boot and self.conf.processing.power_off:
             self.ironic.set_power_state(node.uuid, "power off")
 
     def _snapshot(self, node: NodeRecord) -> tuple[IronicNode, list[IronicPort]] | None:
@@ -188,7 +193,7 @@ class Tasks:
 
     def _fresh_snapshot(self, node: NodeRecord) -> SnapshotRecord | None:
         """The node's snapshot when taken for this introspection (not before its start)."""
-        if self.store is None or node.started_at is None:
+        if node.started_at is None:
             return None
         record = self.store.snapshot(node.uuid)
         return record if record is not None and record.taken_at >= node.started_at else None
@@ -196,8 +201,6 @@ class Tasks:
     def enroll(self, node: NodeRecord, request: Request) -> None:
         """Discovery: create the node in Ironic (with the UUID the API gave the ramdisk)
         and record how to find it. Idempotent: a node already created is reused."""
-        if self.store is None or self.ironic is None or self.conf is None:
-            return
         raw = self.store.get_data(node.uuid, processed=False) or {}
         wanted = lookup.attributes(raw)
         fields: dict[str, Any] = dict(self.conf.discovery.enroll_node_fields)
@@ -237,9 +240,6 @@ class Tasks:
                     f"Not enrolling: BMC address {', '.join(sorted(shared))} already "
                     f"belongs to Ironic node {known.uuid}"
                 )
-
-    def _power_off(self) -> bool:
-        return self.conf is None or self.conf.processing.power_off
 
     def error_reason(self, request: Request) -> str:
         """The message an `error` request puts on the node."""

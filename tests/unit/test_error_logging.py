@@ -14,12 +14,13 @@ from inspector.broker.message import Request
 from inspector.coordination import LocalCoordinator
 from inspector.firewall.sources import MacList, Poller
 from inspector.lifecycle import Lifecycle, Outages
+from inspector.machine import Task
 from inspector.periodic.runner import Runner
 from inspector.periodic.tasks import PeriodicTask
 from inspector.processing.context import ProcessingError
 from inspector.worker.handler import Handler
 from inspector.worker.pool import Pool
-from inspector.worker.tasks import Tasks
+from inspector.worker.tasks import NoTasks
 from tests.unit.test_handler import FakeDelivery, RecordingQueue
 from tests.unit.test_periodic import leadership
 
@@ -27,18 +28,15 @@ NODE = "6f6e3e5e-0c36-4bd6-9d5a-1b2f4b4b0d6a"
 SECRET = "hunter2-Zq9"
 
 
-class FailingTasks(Tasks):
+class FailingTasks(NoTasks):
     """Processing raises the given exception; the start does nothing."""
 
     def __init__(self, exc):
-        super().__init__()
         self.exc = exc
 
-    def start(self, node, request):
-        pass
-
-    def process(self, node, request):
-        raise self.exc
+    def run(self, node, request, transition):
+        if transition.task is Task.PROCESS:
+            raise self.exc
 
 
 def run_failing_task(store, exc):

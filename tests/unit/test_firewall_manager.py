@@ -567,12 +567,12 @@ class RecordingAnnouncer:
         self.calls.append(("ended", node_uuid))
 
 
-def test_workers_announce_an_introspection_before_power_on_and_its_end(store):
+def test_workers_announce_an_introspection_before_power_on_and_its_end(store, conf):
     ironic = FakeIronic()
     node = ironic.add_node()
     ironic.add_port(node.uuid, A)
     announcer = RecordingAnnouncer()
-    tasks = Tasks(store, ironic, announcer=announcer)
+    tasks = Tasks(store, ironic, conf, announcer=announcer)
     store.create_node(node.uuid, "starting")
     now = store.clock()
     record = NodeRecord(node.uuid, "starting", 1, now, None, None, True, now)
@@ -583,10 +583,11 @@ def test_workers_announce_an_introspection_before_power_on_and_its_end(store):
     assert [call.name for call in ironic.history][-1] == "set_power_state"
     for source, event in ((State.PROCESSING, Event.FINISH), (State.WAITING, Event.ABORT)):
         transition = machine.advance(source, event)
-        assert tasks.has_work(transition.target)
-        assert tasks.run(record, request, transition) == []
+        assert tasks.has_work(transition)
+        tasks.run(record, request, transition)
     assert announcer.calls[1:] == [("ended", node.uuid), ("ended", node.uuid)]
-    assert not Tasks(store, ironic).has_work(State.FINISHED)
+    finish = machine.advance(State.PROCESSING, Event.FINISH)
+    assert not Tasks(store, ironic, conf).has_work(finish)
 
 
 # The channel's configuration.

@@ -9,11 +9,12 @@ import pytest
 from inspector import errors
 from inspector.broker.message import DELETE, EXPIRE, Request
 from inspector.coordination import LocalCoordinator
-from inspector.machine import DEJA_VU_REASON, State
-from inspector.store import Change, Store, requests, schema
+from inspector.machine import DEJA_VU_REASON, RequestStatus, State, Task
+from inspector.store import Change, Store, schema
 from inspector.worker import handler as handler_module
-from inspector.worker.handler import Handler, lock_name
-from inspector.worker.tasks import Tasks
+from inspector.worker.delivery import lock_name
+from inspector.worker.handler import Handler
+from inspector.worker.tasks import NoTasks
 
 NODE = "6f6e3e5e-0c36-4bd6-9d5a-1b2f4b4b0d6a"
 
@@ -58,24 +59,31 @@ class RecordingQueue:
         return [r.event for r in self.put_requests]
 
 
-class RecordingTasks(Tasks):
+class RecordingTasks(NoTasks):
+    """The table's tasks recorded (start, process, enroll; reapply as process), or
+    failing on one; the end announced when an announcer is set."""
+
     def __init__(self, fail_on=None):
         self.calls = []
         self.fail_on = fail_on
+        self.announcer = None
 
-    def start(self, node, request):
-        self.calls.append(("start", node.uuid))
-        if self.fail_on == "start":
+    def has_work(self, transition):
+        if transition.task is Task.END:
+            return self.announcer is not None
+        return transition.task is not None
+
+    def run(self, node, request, transition):
+        if transition.task is Task.END:
+            self.announcer.introspection_ended(node.uuid)
+            return
+        name = "process" if transition.task is Task.REAPPLY else transition.task.value
+        self.calls.append((name, node.uuid))
+        if self.fail_on == name == "start":
             raise errors.Conflict("Ironic refused the boot device")
-
-    def enroll(self, node, request):
-        self.calls.append(("enroll", node.uuid))
-
-    def process(self, node, request):
-        self.calls.append(("process", node.uuid))
-        if self.fail_on == "process":
+        if self.fail_on == name == "process":
             raise RuntimeError("hook exploded")
-        if self.fail_on == "process-outage":
+        if self.fail_on == "process-outage" and name == "process":
             self.fail_on = None  # the backend comes back for the next attempt
             raise errors.ServiceUnavailable("Ironic is down", service="Ironic")
 
@@ -197,7 +205,7 @@ def test_a_follow_up_that_loses_a_race_is_enqueued(store, coordinator, queue, ta
     assert deliver(handler, "inspect", request_id="i1").outcome == "ack"
     assert store.get_node(NODE).state == State.STARTING
     assert [r.request_id for r in queue.put_requests] == ["i1.wait"]
-    assert store.find_request("i1").status == requests.DONE
+    assert store.find_request("i1").status == RequestStatus.DONE
 
 
 def test_a_worker_killed_after_the_follow_up_leaves_a_parent_that_is_consumed(
@@ -217,13 +225,13 @@ def test_a_worker_killed_after_the_follow_up_leaves_a_parent_that_is_consumed(
     with pytest.raises(KeyboardInterrupt):
         deliver(dying, "continue", request_id="c1")
     assert store.get_node(NODE).state == State.FINISHED
-    assert store.find_request("c1").status == requests.RAN
+    assert store.find_request("c1").status == RequestStatus.RAN
     # Redelivered: the node moved on since, so it is consumed; no deja vu, no rerun.
     assert deliver(handler, "continue", request_id="c1").outcome == "ack"
     node = store.get_node(NODE)
     assert node.state == State.FINISHED and node.error is None
     assert tasks.calls.count(("process", NODE)) == 1
-    assert store.find_request("c1").status == requests.DONE
+    assert store.find_request("c1").status == RequestStatus.DONE
 
 
 def test_busy_lock_leaves_the_request_for_later(handler, store, coordinator):
@@ -309,20 +317,20 @@ def test_deja_vu_announces_the_end_and_finishes_its_error(store, coordinator, qu
     assert deliver(handler, "continue", request_id="c1").outcome == "ack"
     assert store.get_node(NODE).error == DEJA_VU_REASON
     assert tasks.announcer.ended == [NODE]
-    assert store.find_request("c1.dejavu").status == requests.DONE
+    assert store.find_request("c1.dejavu").status == RequestStatus.DONE
 
 
 def test_strict_event_whose_task_did_not_finish_runs_it_again(handler, store, tasks, queue):
     deliver(handler, "inspect")
     # The worker died mid-processing: the request is applied, its task never marked ran.
     _crash_after_commit(store, "continue", "waiting", "processing", "c1")
-    assert store.find_request("c1").status == requests.APPLIED
+    assert store.find_request("c1").status == RequestStatus.APPLIED
     delivery = deliver(handler, "continue", request_id="c1")
     assert delivery.outcome == "ack"
     assert tasks.calls.count(("process", NODE)) == 1
     # Its follow-up ends the introspection as usual.
     assert store.get_node(NODE).state == State.FINISHED
-    assert store.find_request("c1").status == requests.DONE
+    assert store.find_request("c1").status == RequestStatus.DONE
     assert queue.events() == []
 
 
@@ -338,9 +346,9 @@ def test_a_strict_event_is_marked_ran_before_its_follow_ups(store, coordinator, 
     handler = Handler(Watching(store), coordinator, queue, tasks)
     deliver(handler, "inspect")
     deliver(handler, "continue", request_id="c1")
-    assert seen == [requests.RAN]
+    assert seen == [RequestStatus.RAN]
     assert store.get_node(NODE).state == State.FINISHED
-    assert store.find_request("c1").status == requests.DONE
+    assert store.find_request("c1").status == RequestStatus.DONE
 
 
 def test_reentrant_event_seen_again_runs_its_task_again(handler, store, tasks, queue):
@@ -418,8 +426,8 @@ def test_failing_task_announces_the_end_and_finishes_its_error(store, coordinato
     # The PXE firewalls hear that the introspection ended, as for any other end...
     assert tasks.announcer.ended == [NODE]
     # ...and both the failed request and its error are done, not left `applied`.
-    assert store.find_request("ramdisk-1").status == requests.DONE
-    assert store.find_request("ramdisk-1.error").status == requests.DONE
+    assert store.find_request("ramdisk-1").status == RequestStatus.DONE
+    assert store.find_request("ramdisk-1.error").status == RequestStatus.DONE
 
 
 def test_outage_in_a_task_leaves_the_request_for_a_rerun_even_when_strict(
@@ -431,12 +439,12 @@ def test_outage_in_a_task_leaves_the_request_for_a_rerun_even_when_strict(
     with pytest.raises(errors.ServiceUnavailable):
         deliver(handler, "continue", request_id="ramdisk-1")
     assert store.get_node(NODE).state == State.PROCESSING
-    assert store.find_request("ramdisk-1").status == requests.INTERRUPTED
+    assert store.find_request("ramdisk-1").status == RequestStatus.INTERRUPTED
     # Redelivered: a strict event, but its task is known unfinished: no deja vu.
     assert deliver(handler, "continue", request_id="ramdisk-1").outcome == "ack"
     assert [call for call, _ in tasks.calls].count("process") == 2
     assert store.get_node(NODE).state == State.FINISHED
-    assert store.find_request("ramdisk-1").status == requests.DONE
+    assert store.find_request("ramdisk-1").status == RequestStatus.DONE
     assert queue.events() == []
 
 

@@ -18,6 +18,7 @@ LAYERS = {
     "inspector.notifications": 4,
     "inspector.firewall": 4,
     "inspector.statechart": 4,
+    "inspector.commit": 3,
     "inspector.processing": 3,
     "inspector.broker": 2,
     "inspector.store": 2,

@@ -15,6 +15,7 @@ from inspector.machine import (
     Event,
     Machine,
     State,
+    Task,
 )
 
 S, E = State, Event
@@ -130,3 +131,45 @@ def test_states_doc_lists_every_row():
     for row in TABLE:
         source = "[*]" if row.source is None else row.source.value
         assert f"{source} --> {row.target.value}" in text
+
+
+def test_every_way_into_a_state_runs_its_task_and_follow_up():
+    """The task and follow-up columns come from the target: every row into a state
+    does the same work, and only the rows that start work have a follow-up."""
+    by_target = {}
+    for row in TABLE:
+        by_target.setdefault(row.target, set()).add((row.task, row.follow_up))
+    assert all(len(pairs) == 1 for pairs in by_target.values()), by_target
+    assert by_target[State.STARTING] == {(Task.START, Event.WAIT)}
+    assert by_target[State.WAITING] == {(None, None)}
+    assert by_target[State.PROCESSING] == {(Task.PROCESS, Event.FINISH)}
+    assert by_target[State.REAPPLYING] == {(Task.REAPPLY, Event.FINISH)}
+    assert by_target[State.ENROLLING] == {(Task.ENROLL, Event.CONTINUE)}
+    assert by_target[State.FINISHED] == by_target[State.ERROR] == {(Task.END, None)}
+
+
+def test_a_transition_carries_its_rows_columns():
+    transition = Machine().advance(State.WAITING, Event.CONTINUE)
+    assert (transition.task, transition.follow_up) == (Task.PROCESS, Event.FINISH)
+    assert transition.is_strict
+
+
+def test_resume_rebuilds_a_committed_transition():
+    machine = Machine()
+    assert machine.resume(None, Event.INSPECT, State.STARTING) == machine.advance(
+        None, Event.INSPECT
+    )
+    # A request row from a table without that row: the target's own columns.
+    old = machine.resume(State.WAITING, Event.REAPPLY, State.REAPPLYING)
+    assert (old.task, old.follow_up, old.reason) == (Task.REAPPLY, Event.FINISH, None)
+
+
+def test_only_the_end_is_a_quick_task():
+    assert [task for task in Task if task.is_quick] == [Task.END]
+
+
+def test_every_follow_up_is_an_automatic_event_the_table_accepts():
+    machine = Machine()
+    for row in TABLE:
+        if row.follow_up is not None:
+            assert machine.can(row.target, row.follow_up), row

@@ -185,9 +185,11 @@ def test_the_node_a_route_names_by_name_is_in_the_log_context(
 # ---------------------------------------------------------------- the worker
 
 
-def handle(store, ironic, request: Request) -> FakeDelivery:
+def handle(store, ironic, request: Request, conf) -> FakeDelivery:
     delivery = FakeDelivery(request)
-    Handler(store, LocalCoordinator(), RecordingQueue(), Tasks(store, ironic)).handle(delivery)
+    Handler(store, LocalCoordinator(), RecordingQueue(), Tasks(store, ironic, conf)).handle(
+        delivery
+    )
     return delivery
 
 
@@ -216,7 +218,7 @@ def recorder():
 
 
 def test_the_worker_logs_and_calls_ironic_under_the_global_id(
-    client, node, ironic, queue, store, recorder
+    client, node, ironic, queue, store, recorder, conf
 ):
     sent = global_id()
     start(client, node.uuid, **{"X-OpenStack-Request-ID": sent})
@@ -224,7 +226,7 @@ def test_the_worker_logs_and_calls_ironic_under_the_global_id(
     [queued] = queue.requests
     request = Request.from_json(queued.to_json())
     ironic.history.clear()
-    assert handle(store, ironic, request).outcome == "ack"
+    assert handle(store, ironic, request, conf).outcome == "ack"
     assert store.get_node(node.uuid).state == "waiting"
     calls = [(call.name, call.headers.get(HEADER)) for call in ironic.history]
     assert ("set_power_state", sent) in calls
@@ -238,7 +240,7 @@ def test_the_worker_logs_and_calls_ironic_under_the_global_id(
 
 
 def test_a_request_from_an_older_api_is_handled_without_a_global_id(
-    client, node, ironic, queue, store, recorder
+    client, node, ironic, queue, store, recorder, conf
 ):
     own = own_id(start(client, node.uuid))
     body = queue.requests[0].to_dict()
@@ -246,7 +248,7 @@ def test_a_request_from_an_older_api_is_handled_without_a_global_id(
     request = Request.from_json(json.dumps(body))
     assert request.global_request_id is None
     ironic.history.clear()
-    assert handle(store, ironic, request).outcome == "ack"
+    assert handle(store, ironic, request, conf).outcome == "ack"
     # oslo.context's global_id: the request's own id, when it is one Ironic takes.
     assert ironic.history and set(ironic_ids(ironic)) == {own}
     mine = [r for r in recorder.records if r.name.startswith("inspector.worker")]

@@ -11,7 +11,7 @@ from inspector.coordination import LocalCoordinator
 from inspector.machine import Event, Machine, State
 from inspector.store import NodeRecord
 from inspector.worker.handler import Handler
-from inspector.worker.tasks import Tasks
+from inspector.worker.tasks import NoTasks, Tasks
 from tests import fixtures
 from tests.fakes.ironic import FakeIronic
 from tests.unit.conftest import RecordingQueue
@@ -34,15 +34,17 @@ def started(store, uuid, manage_boot=True):
 
 
 def run(tasks, node, event=Event.INSPECT, source=None):
+    """Run the task of `event`'s transition; the follow-up the table gives it then."""
     transition = Machine().advance(source, event)
-    return tasks.run(node, Request(node_uuid=node.uuid, event=event), transition)
+    tasks.run(node, Request(node_uuid=node.uuid, event=event), transition)
+    return [transition.follow_up] if transition.follow_up else []
 
 
-def test_start_records_lookup_attributes_and_boots(store, ironic):
+def test_start_records_lookup_attributes_and_boots(store, ironic, conf):
     node = ironic.add_node(driver_info={"ipmi_address": "192.0.2.7"}, power_state="power off")
     ironic.add_port(node.uuid, "52:54:00:aa:bb:01")
     ironic.add_port(node.uuid, "52:54:00:aa:bb:02")
-    follow_ups = run(Tasks(store, ironic), started(store, node.uuid))
+    follow_ups = run(Tasks(store, ironic, conf), started(store, node.uuid))
     assert follow_ups == [Event.WAIT]
     assert store.attributes(node.uuid) == {
         "bmc_address": ["192.0.2.7"],
@@ -52,25 +54,25 @@ def test_start_records_lookup_attributes_and_boots(store, ironic):
     assert [c.args for c in ironic.calls_to("set_power_state")] == [(node.uuid, "power on")]
 
 
-def test_start_reboots_a_powered_node(store, ironic):
+def test_start_reboots_a_powered_node(store, ironic, conf):
     node = ironic.add_node(power_state="power on")
-    run(Tasks(store, ironic), started(store, node.uuid))
+    run(Tasks(store, ironic, conf), started(store, node.uuid))
     assert [c.args[1] for c in ironic.calls_to("set_power_state")] == ["rebooting"]
 
 
-def test_unmanaged_boot_only_records_attributes(store, ironic):
+def test_unmanaged_boot_only_records_attributes(store, ironic, conf):
     node = ironic.add_node()
     ironic.add_port(node.uuid, "52:54:00:aa:bb:03")
-    run(Tasks(store, ironic), started(store, node.uuid, manage_boot=False))
+    run(Tasks(store, ironic, conf), started(store, node.uuid, manage_boot=False))
     assert store.attributes(node.uuid) == {"mac": ["52:54:00:aa:bb:03"]}
     assert ironic.calls_to("set_power_state") == []
     assert ironic.calls_to("set_boot_device") == []
 
 
-def test_start_is_idempotent(store, ironic):
+def test_start_is_idempotent(store, ironic, conf):
     node = ironic.add_node()
     ironic.add_port(node.uuid, "52:54:00:aa:bb:04")
-    tasks = Tasks(store, ironic)
+    tasks = Tasks(store, ironic, conf)
     recorded = started(store, node.uuid)
     run(tasks, recorded)
     run(tasks, recorded)
@@ -78,7 +80,7 @@ def test_start_is_idempotent(store, ironic):
 
 
 def test_follow_ups_of_each_target(store, ironic):
-    tasks = Tasks()
+    tasks = NoTasks()
     assert run(tasks, record("n"), Event.CONTINUE, State.WAITING) == [Event.FINISH]
     assert run(tasks, record("n"), Event.FINISH, State.PROCESSING) == []
     assert run(tasks, record("n"), Event.ABORT, State.WAITING) == []

@@ -10,7 +10,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from inspector import errors
 from inspector.firewall.status import Status
 from inspector.lifecycle import Lifecycle, Outages, RetryPolicy
-from inspector.worker.handler import Handler, lock_name
+from inspector.worker.delivery import lock_name
+from inspector.worker.handler import Handler
 from inspector.worker.metrics import NoMetrics, WorkerMetrics
 from tests.unit.test_handler import (  # noqa: F401 - fixtures
     NODE,
