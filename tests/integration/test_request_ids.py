@@ -110,7 +110,7 @@ def test_one_introspection_is_followed_by_its_request_id(service, ironic_api, ir
     lines = log_file.read_text().splitlines()
     ours = [line for line in lines if global_id in line]
     [api] = [line for line in ours if "-> starting (API)" in line]
-    assert f" inspector.api.intents [{global_id} {own_id} " in api
+    assert f" inspector.commit [{global_id} {own_id} " in api
     assert f"[node {node}] " in api  # the log context's node
     worker = [line for line in ours if " inspector.worker." in line]
     assert worker, "\n".join(lines[-40:])
