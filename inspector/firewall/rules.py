@@ -5,38 +5,9 @@ Pure values only; the drivers turn them into iptables, nftables, ipset or dnsmas
 
 import dataclasses
 import math
-import re
 from collections.abc import Iterable
 
-#: A MAC as every driver writes it: six lower-case hex octets joined by colons.
-_NORMAL = re.compile(r"[0-9a-f]{2}(?::[0-9a-f]{2}){5}")
-#: Spellings accepted by normalise_mac: colons or dashes, Cisco dots, or 12 bare digits.
-_SEPARATED = re.compile(r"[0-9a-fA-F]{1,2}([:-])(?:[0-9a-fA-F]{1,2}\1){4}[0-9a-fA-F]{1,2}")
-_DOTTED = re.compile(r"[0-9a-fA-F]{4}\.[0-9a-fA-F]{4}\.[0-9a-fA-F]{4}")
-_BARE = re.compile(r"[0-9a-fA-F]{12}")
-
-
-def normalise_mac(value: str) -> str:
-    """`52-54-00-AB-CD-EF`, `5254.00ab.cdef` or `525400abcdef` -> `52:54:00:ab:cd:ef`.
-
-    Raises ValueError naming the value for anything else: a MAC goes into firewall
-    batches as text, so a stray character must never get that far.
-    """
-    text = value.strip() if isinstance(value, str) else ""
-    if _SEPARATED.fullmatch(text):
-        octets = re.split(r"[:-]", text)
-    elif _DOTTED.fullmatch(text) or _BARE.fullmatch(text):
-        digits = text.replace(".", "")
-        octets = [digits[i : i + 2] for i in range(0, 12, 2)]
-    else:
-        raise ValueError(
-            f"not a MAC address: {value!r} (expected six hex octets, e.g. 52:54:00:12:34:56)"
-        )
-    return ":".join(octet.lower().rjust(2, "0") for octet in octets)
-
-
-def is_normal_mac(value: str) -> bool:
-    return isinstance(value, str) and _NORMAL.fullmatch(value) is not None
+from inspector.macs import is_normal_mac, normalise_mac
 
 
 @dataclasses.dataclass(frozen=True)

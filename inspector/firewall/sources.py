@@ -11,9 +11,9 @@ from collections.abc import Callable, Iterable, Mapping
 
 from inspector.broker import channels
 from inspector.errors import InspectorError, ServiceUnavailable
-from inspector.firewall.rules import normalise_mac
 from inspector.lifecycle import Lifecycle, Outages
 from inspector.machine import ACTIVE_STATES
+from inspector.macs import normalise_mac
 
 LOG = logging.getLogger(__name__)
 

@@ -2,28 +2,15 @@
 rule that the node with the most matches wins (a tie is an error, as in ironic-inspector).
 """
 
-import re
 from typing import Any
 
 from inspector.errors import BadRequest, NotFound
+from inspector.macs import parse_mac
 
 MAC = "mac"
 BMC = "bmc_address"
 
-_MAC = re.compile(r"^([0-9a-f]{2}[:-]){5}[0-9a-f]{2}$")
 _UNSET_ADDRESSES = {"", "0.0.0.0", "::", "::/0"}  # noqa: S104 - not a bind
-
-
-def normalise_mac(value: Any) -> str | None:
-    """'AA-BB-..' or PXE's '01-aa-bb-..' boot_interface -> 'aa:bb:..'; None if not a MAC."""
-    if not isinstance(value, str):
-        return None
-    value = value.strip().lower()
-    if value.startswith("01-") and len(value) == 20:
-        value = value[3:]
-    if not _MAC.match(value):
-        return None
-    return value.replace("-", ":")
 
 
 def attributes(data: dict[str, Any]) -> dict[str, list[str]]:
@@ -42,7 +29,7 @@ def attributes(data: dict[str, Any]) -> dict[str, list[str]]:
     legacy = data.get("macs")
     if isinstance(legacy, list):
         macs.extend(legacy)
-    found_macs = sorted({m for m in map(normalise_mac, macs) if m})
+    found_macs = sorted({m for m in map(parse_mac, macs) if m})
     bmcs = [inventory.get("bmc_address"), inventory.get("bmc_v6address")]
     found_bmcs = sorted(
         {

@@ -21,7 +21,7 @@ from inspector.firewall.drivers.ipset import IpsetDriver
 from inspector.firewall.drivers.iptables import IptablesDriver
 from inspector.firewall.drivers.nftables import NftablesDriver
 from inspector.firewall.drivers.noop import NoopDriver
-from inspector.firewall.rules import CLOSED, RuleSet, delta, normalise_mac
+from inspector.firewall.rules import CLOSED, RuleSet, delta
 
 GOLDEN = pathlib.Path(__file__).parent / "golden" / "firewall"
 UPDATE = bool(os.environ.get("INSPECTOR_UPDATE_GOLDEN"))
@@ -102,36 +102,6 @@ def test_golden_semantics_in_plain_words():
 
 
 # The rule model.
-
-
-@pytest.mark.parametrize(
-    "spelling",
-    [
-        "52:54:00:ab:cd:ef",
-        "52-54-00-AB-CD-EF",
-        "5254.00ab.cdef",
-        "525400ABCDEF",
-        " 52:54:0:ab:cd:ef ",
-    ],
-)
-def test_normalise_mac_accepts_common_spellings(spelling):
-    assert normalise_mac(spelling) == "52:54:00:ab:cd:ef"
-
-
-@pytest.mark.parametrize(
-    "garbage",
-    [
-        "",
-        "52:54:00:ab:cd",
-        "52:54:00:ab:cd:eg",
-        "52:54-00:ab:cd:ef",
-        "52:54:00:ab:cd:ef\n-j ACCEPT",
-        None,
-    ],
-)
-def test_normalise_mac_refuses_garbage(garbage):
-    with pytest.raises(ValueError, match="not a MAC address"):
-        normalise_mac(garbage)
 
 
 def test_rule_set_refuses_what_is_not_normalised():

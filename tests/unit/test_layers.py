@@ -31,6 +31,7 @@ LAYERS = {
     "inspector.conf": 1,
     "inspector.lifecycle": 1,
     "inspector.errors": 0,
+    "inspector.macs": 0,
     "inspector": 0,
 }
 

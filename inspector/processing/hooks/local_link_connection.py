@@ -9,11 +9,11 @@ import logging
 from typing import Any
 
 from inspector.ironic import IronicPort
+from inspector.macs import parse_mac
 from inspector.processing.context import ProcessingContext
 from inspector.processing.hooks import lldp
 from inspector.processing.hooks import ports as port_view
 from inspector.processing.hooks.base import ProcessingHook, inventory
-from inspector.processing.lookup import normalise_mac
 
 LOG = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ def link_fields(processed: dict[str, Any], node_uuid: str) -> dict[str, str]:
     link = {}
     chassis = processed.get(lldp.CHASSIS_ID)
     if chassis:
-        if normalise_mac(chassis):
+        if parse_mac(chassis):
             link["switch_id"] = chassis
         else:
             LOG.info("[node %s] switch_id skipped, chassis ID %s is not a MAC", node_uuid, chassis)

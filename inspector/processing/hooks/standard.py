@@ -11,11 +11,11 @@ from typing import Any
 from oslo_config import cfg
 
 from inspector.errors import ConfigError
+from inspector.macs import parse_mac
 from inspector.processing.context import ProcessingContext, ProcessingError
 from inspector.processing.hooks import ports as port_view
 from inspector.processing.hooks import root_device
 from inspector.processing.hooks.base import ProcessingHook, inventory
-from inspector.processing.lookup import normalise_mac
 
 LOG = logging.getLogger(__name__)
 
@@ -180,7 +180,7 @@ class ValidateInterfacesHook(ProcessingHook):
 def pxe_mac_of(data: dict[str, Any]) -> str | None:
     """The PXE MAC: boot_interface (also '01-aa-bb-..'), else inventory.boot.pxe_interface."""
     boot = (data.get("inventory") or {}).get("boot") or {}
-    return normalise_mac(data.get("boot_interface")) or normalise_mac(boot.get("pxe_interface"))
+    return parse_mac(data.get("boot_interface")) or parse_mac(boot.get("pxe_interface"))
 
 
 def _bmc(address: Any, legacy: Any) -> str | None:
@@ -195,7 +195,7 @@ def _interfaces(records: list[Any], pxe_mac: str | None) -> dict[str, dict[str, 
         if not name:
             LOG.error("Malformed interface record (inventory.interfaces[%d]): no name", index)
             continue
-        mac = normalise_mac(record.get("mac_address"))
+        mac = parse_mac(record.get("mac_address"))
         if mac is None:
             LOG.debug("Skipping interface %s without a valid MAC", name)
             continue
