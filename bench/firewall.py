@@ -48,7 +48,7 @@ sys.path.insert(0, str(ROOT))
 
 from inspector.errors import ConfigError  # noqa: E402
 from inspector.firewall.drivers import DRIVERS  # noqa: E402
-from inspector.firewall.rules import RuleSet  # noqa: E402
+from inspector.firewall.ruleset import RuleSet  # noqa: E402
 
 SIZES = (100, 1000, 10000)
 INTERFACE = "pxe0"

@@ -21,7 +21,7 @@ from inspector.broker import channels
 from inspector.coordination.election import SAFETY, Leadership
 from inspector.errors import ConfigError, FirewallError, InspectorError
 from inspector.firewall.drivers import Driver
-from inspector.firewall.rules import RuleSet
+from inspector.firewall.ruleset import RuleSet
 from inspector.firewall.sources import Feed, MacList, Poller
 from inspector.firewall.status import Status
 from inspector.lifecycle import Lifecycle, Outages

@@ -16,7 +16,7 @@ import pytest
 from inspector.firewall.drivers.dnsmasq import UNKNOWN_HOSTS, DnsmasqDriver
 from inspector.firewall.drivers.iptables import IptablesDriver
 from inspector.firewall.drivers.nftables import NftablesDriver
-from inspector.firewall.rules import RuleSet
+from inspector.firewall.ruleset import RuleSet
 from tests.integration.cluster import INSPECTOR, ROOT, render_config, wait_for
 from tests.integration.test_firewall_netns import A, B, E, netns  # noqa: F401 - fixture
 

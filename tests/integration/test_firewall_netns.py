@@ -26,7 +26,7 @@ from inspector.firewall.drivers.dnsmasq import UNKNOWN_HOSTS, DnsmasqDriver
 from inspector.firewall.drivers.ipset import IpsetDriver
 from inspector.firewall.drivers.iptables import IptablesDriver
 from inspector.firewall.drivers.nftables import NftablesDriver
-from inspector.firewall.rules import RuleSet
+from inspector.firewall.ruleset import RuleSet
 from tests.conftest import service_unavailable
 from tests.integration.cluster import wait_for
 

@@ -13,7 +13,7 @@ import pytest
 
 from inspector.firewall.drivers.iptables import IptablesDriver
 from inspector.firewall.drivers.nftables import NftablesDriver
-from inspector.firewall.rules import RuleSet
+from inspector.firewall.ruleset import RuleSet
 from tests.integration import test_firewall_netns
 from tests.integration.test_firewall_netns import Namespace, _binary
 

@@ -26,7 +26,7 @@ from inspector.api import wsgi
 from inspector.cmd import _parser, service_cmd, wiring
 from inspector.firewall.commands import Runner
 from inspector.firewall.drivers import DRIVERS
-from inspector.firewall.rules import RuleSet
+from inspector.firewall.ruleset import RuleSet
 from tests.conftest import service_unavailable
 
 ROOT = pathlib.Path(__file__).parents[2]

@@ -21,7 +21,7 @@ from inspector.firewall.drivers.ipset import IpsetDriver
 from inspector.firewall.drivers.iptables import IptablesDriver
 from inspector.firewall.drivers.nftables import NftablesDriver
 from inspector.firewall.drivers.noop import NoopDriver
-from inspector.firewall.rules import CLOSED, RuleSet, delta
+from inspector.firewall.ruleset import CLOSED, RuleSet, delta
 
 GOLDEN = pathlib.Path(__file__).parent / "golden" / "firewall"
 UPDATE = bool(os.environ.get("INSPECTOR_UPDATE_GOLDEN"))

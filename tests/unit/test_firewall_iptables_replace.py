@@ -15,7 +15,7 @@ import pytest
 from inspector.errors import FirewallError
 from inspector.firewall.drivers import base, iptables_rules
 from inspector.firewall.drivers.iptables import IptablesDriver
-from inspector.firewall.rules import CLOSED, RuleSet
+from inspector.firewall.ruleset import CLOSED, RuleSet
 from tests.unit.test_firewall_drivers import CASES, GOLDEN, Recorder, golden
 
 A, B, C, D = (f"52:54:00:00:00:0{i}" for i in range(1, 5))

@@ -17,7 +17,7 @@ from inspector.errors import ConfigError, FirewallError
 from inspector.firewall import manager as firewall_manager
 from inspector.firewall.drivers.base import Driver
 from inspector.firewall.manager import FirewallManager
-from inspector.firewall.rules import CLOSED
+from inspector.firewall.ruleset import CLOSED
 from inspector.firewall.sources import MacList, introspected_macs, ironic_ports
 from inspector.firewall.status import Status, table
 from inspector.lifecycle import Lifecycle, Outages, RetryPolicy

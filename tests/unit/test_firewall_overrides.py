@@ -17,7 +17,7 @@ from inspector.firewall.drivers.iptables import IptablesDriver
 from inspector.firewall.drivers.nftables import NftablesDriver
 from inspector.firewall.drivers.xtables import Backend
 from inspector.firewall.manager import FirewallManager
-from inspector.firewall.rules import RuleSet, delta
+from inspector.firewall.ruleset import RuleSet, delta
 from inspector.lifecycle import Lifecycle
 from tests.unit.test_firewall_drivers import Recorder
 

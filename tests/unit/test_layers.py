@@ -26,7 +26,7 @@ LAYERS = {
     "inspector.ironic": 2,
     "inspector.firewall.drivers": 2,
     "inspector.firewall.commands": 1,
-    "inspector.firewall.rules": 1,
+    "inspector.firewall.ruleset": 1,
     "inspector.machine": 1,
     "inspector.conf": 1,
     "inspector.lifecycle": 1,

@@ -17,7 +17,7 @@ from oslo_config import cfg
 
 from inspector.errors import ConfigError, FirewallError
 from inspector.firewall.commands import Runner
-from inspector.firewall.rules import CLOSED, Delta, RuleSet, delta
+from inspector.firewall.ruleset import CLOSED, Delta, RuleSet, delta
 
 LOG = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from oslo_config import cfg
 from inspector.errors import ConfigError, FirewallError
 from inspector.firewall.commands import Runner, parse_prefix
 from inspector.firewall.drivers.base import Driver
-from inspector.firewall.rules import CLOSED, Delta, RuleSet
+from inspector.firewall.ruleset import CLOSED, Delta, RuleSet
 from inspector.macs import is_normal_mac
 
 LOG = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ written by one `iptables-restore --noflush` transaction. A change of a few MACs 
 from inspector.errors import ConfigError, FirewallError
 from inspector.firewall.drivers.iptables import IptablesDriver
 from inspector.firewall.drivers.iptables_rules import filter_table
-from inspector.firewall.rules import CLOSED, Delta, RuleSet
+from inspector.firewall.ruleset import CLOSED, Delta, RuleSet
 
 
 class IpsetDriver(IptablesDriver):

@@ -34,7 +34,7 @@ from inspector.firewall.drivers.base import (
 )
 from inspector.firewall.drivers.iptables_rules import IptablesRules, filter_table
 from inspector.firewall.drivers.xtables import Backend
-from inspector.firewall.rules import Delta, RuleSet
+from inspector.firewall.ruleset import Delta, RuleSet
 
 LOG = logging.getLogger(__name__)
 

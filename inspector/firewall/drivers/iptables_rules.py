@@ -9,7 +9,7 @@ import math
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
-from inspector.firewall.rules import RuleSet
+from inspector.firewall.ruleset import RuleSet
 
 #: The suffixes of the two slots of list chains, `<prefix>-wl<suffix>` and
 #: `<prefix>-bl<suffix>`: a whole replacement fills the slot not in use, so that it

@@ -34,7 +34,7 @@ from inspector.firewall.drivers.base import (
     checked_name,
 )
 from inspector.firewall.drivers.iptables import DHCP_PORT
-from inspector.firewall.rules import CLOSED, Delta, RuleSet, seconds_left
+from inspector.firewall.ruleset import CLOSED, Delta, RuleSet, seconds_left
 
 #: nft's own limit on table names is generous; keep the iptables one for a shared option.
 MAX_TABLE = 24

@@ -10,7 +10,7 @@ from oslo_config import cfg
 
 from inspector.firewall.commands import Runner
 from inspector.firewall.drivers.base import Driver
-from inspector.firewall.rules import Delta, RuleSet
+from inspector.firewall.ruleset import Delta, RuleSet
 
 
 class NoopDriver(Driver):
