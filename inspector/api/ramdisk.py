@@ -89,7 +89,7 @@ def _accept(svc):
         message = f"Ramdisk reported error: {error}"
         intents.record(svc, node_uuid, node, Event.ERROR, reason=message)
         raise errors.BadRequest(message)
-    request = intents.new_request(node_uuid, Event.CONTINUE, payload_ref=f"raw:{node_uuid}")
+    request = intents.new_request(node_uuid, Event.CONTINUE)
     svc.queue.put(request)
     LOG.info("[node %s req %s] ramdisk data received", node_uuid, request.request_id)
     return {"uuid": node_uuid}

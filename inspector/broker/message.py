@@ -1,7 +1,7 @@
 """Transition requests as they travel on the work queue: a versioned JSON schema.
 
-A request names a node, an event and a unique id; it refers to its payload (stored in
-the database), never carries it. It carries the global request id of the API request
+A request names a node, an event and a unique id; never a payload (the worker reads the
+node's data from the database). It carries the global request id of the API request
 that made it (its follow-ups too), which the worker's log lines and Ironic calls show.
 Anything that does not parse is MalformedRequest.
 """
@@ -29,13 +29,18 @@ _FIELDS = {
     "request_id": str,
     "node_uuid": str,
     "event": str,
-    "payload_ref": (str, type(None)),
     "enqueued_at": (int, float),
     "attempt": int,
 }
 #: Fields added to schema 1 since: a message from an older producer lacks them.
 _OPTIONAL_FIELDS = {
     "global_request_id": (str, type(None)),
+}
+#: Fields schema 1 had that nothing reads any more: still written (as null), since
+#: workers of earlier releases require them (docs/upgrade.md), and still checked when
+#: present; a later release may stop writing them.
+_RETIRED_FIELDS = {
+    "payload_ref": (str, type(None)),
 }
 
 
@@ -50,7 +55,6 @@ class Request:
     node_uuid: str
     event: str
     request_id: str = dataclasses.field(default_factory=lambda: uuid.uuid4().hex)
-    payload_ref: str | None = None
     enqueued_at: float = dataclasses.field(default_factory=time.time)
     attempt: int = 0
     #: The API request's global request id (req-<uuid>), passed on to Ironic and shown
@@ -77,6 +81,7 @@ class Request:
     def to_dict(self) -> dict[str, Any]:
         body = dataclasses.asdict(self)
         body["schema"] = SCHEMA_VERSION
+        body.update(dict.fromkeys(_RETIRED_FIELDS))
         return body
 
     def to_json(self) -> str:
@@ -97,7 +102,7 @@ class Request:
                 raise MalformedRequest(f"missing field {name}")
             if not isinstance(body[name], kind) or isinstance(body[name], bool):
                 raise MalformedRequest(f"field {name} has the wrong type")
-        for name, kind in _OPTIONAL_FIELDS.items():
+        for name, kind in (_OPTIONAL_FIELDS | _RETIRED_FIELDS).items():
             if not isinstance(body.get(name), kind):
                 raise MalformedRequest(f"field {name} has the wrong type")
         if not body["node_uuid"] or not body["event"] or not body["request_id"]:

@@ -110,7 +110,7 @@ def drain(queue: WorkQueue) -> list[Request]:
 
 def test_round_trip(make_queue: MakeQueue) -> None:
     queue = make_queue()
-    request = Request(node_uuid="node-1", event="inspect", payload_ref="payload-1")
+    request = Request(node_uuid="node-1", event="inspect")
     queue.put(request)
 
     delivery = get_within(queue)

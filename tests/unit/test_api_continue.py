@@ -51,7 +51,6 @@ def test_real_ipa_payload_is_stored_and_enqueued(client, ironic, store, queue):
     assert "logs" not in stored
     request = queue.requests[-1]
     assert (request.node_uuid, request.event) == (node.uuid, "continue")
-    assert request.payload_ref == f"raw:{node.uuid}"
     assert store.get_node(node.uuid).state == State.WAITING  # the worker applies continue
 
 

@@ -15,7 +15,6 @@ def _request() -> Request:
         node_uuid="node-1",
         event="inspect",
         request_id="req-1",
-        payload_ref="payload-1",
         enqueued_at=1700000000.5,
         attempt=2,
         global_request_id=GLOBAL_ID,
@@ -36,8 +35,16 @@ def test_request_defaults_round_trip() -> None:
     request = Request(node_uuid="node-1", event="inspect")
     again = Request.from_json(request.to_json())
     assert again == request
-    assert again.payload_ref is None
     assert again.attempt == 0
+
+
+def test_the_retired_payload_ref_is_written_as_null_and_read_either_way() -> None:
+    # Workers of earlier releases require the key (docs/upgrade.md); nothing reads it.
+    body = _request().to_dict()
+    assert body["payload_ref"] is None
+    assert Request.from_dict(body) == _request()
+    assert Request.from_dict(_with("payload_ref", "raw:node-1")) == _request()
+    assert Request.from_dict(_without("payload_ref")) == _request()
 
 
 def test_from_dict_leaves_its_argument_alone() -> None:
@@ -102,7 +109,8 @@ MALFORMED_REQUESTS = {
     **{
         f"missing {name}": json.dumps(_without(name))
         for name in _request().to_dict()
-        if name != "global_request_id"  # optional: older messages lack it
+        # optional: older messages lack global_request_id, later ones payload_ref
+        if name not in ("global_request_id", "payload_ref")
     },
     "node_uuid not a string": json.dumps(_with("node_uuid", 1)),
     "event null": json.dumps(_with("event", None)),
