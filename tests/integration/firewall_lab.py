@@ -7,6 +7,9 @@ node is a namespace with `eth0` on the bridge, whose MAC the test chooses. Nothi
 touches the root namespace: the workers run there and reach their namespace's
 firewall through `[pxe_filter] root_helper = ip netns exec <host>`.
 
+For one driver alone, `scratch_namespace()` is one namespace with a veth pair; its
+`delivered` and `offered` send frames from chosen MACs and say which got through.
+
 Needs root, iproute2, dnsmasq and dhclient (scripts/test installs them).
 """
 
@@ -23,6 +26,7 @@ import time
 import uuid
 from collections.abc import Iterator
 
+from inspector.firewall.commands import Runner
 from tests.conftest import service_unavailable
 from tests.integration.cluster import wait_for
 
@@ -296,6 +300,141 @@ class Samples:
 def wait_until(moment: float) -> None:
     """Until the wall clock passes moment (the sampler's clock)."""
     wait_for(lambda: time.time() > moment, max(0.0, moment - time.time()) + 5, 0.01)
+
+
+# One namespace without a switch: frames from chosen MACs, straight to the PXE interface.
+
+#: Sends frames from chosen MACs out of the veth peer and reports what arrived.
+#: `udp`: UDP 68->67 broadcasts, received by a socket on port 67 of the PXE interface;
+#: a last frame to port 6767 (never filtered) marks the end. `dhcp`: DHCPDISCOVERs; the
+#: answers (DHCPOFFERs) are read on the peer, the last MAC must be answered and marks
+#: the end (dnsmasq answers in order).
+PROBE = r"""
+import json, select, socket, struct, sys, time
+mode, pxe, peer, *macs = sys.argv[1:]
+def raw(m): return bytes.fromhex(m.replace(":", ""))
+def checksum(data):
+    total = sum(struct.unpack("!10H", data))
+    while total >> 16: total = (total & 0xFFFF) + (total >> 16)
+    return ~total & 0xFFFF
+def frame(src, dport, payload):
+    udp = struct.pack("!HHHH", 68, dport, 8 + len(payload), 0) + payload
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0, 64, 17, 0,
+                     bytes(4), b"\xff" * 4)
+    ip = ip[:10] + struct.pack("!H", checksum(ip)) + ip[12:]
+    return b"\xff" * 6 + raw(src) + b"\x08\x00" + ip + udp
+def discover(src, xid):
+    bootp = struct.pack("!BBBBIHH16s16s64s128s", 1, 1, 6, 0, xid, 0, 0x8000, bytes(16),
+                        raw(src), b"", b"")
+    return bootp + b"\x63\x82\x53\x63\x35\x01\x01\xff"
+out = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
+out.bind((peer, 0))
+deadline = time.monotonic() + 5
+seen = set()
+if mode == "udp":
+    sockets = []
+    for port in (67, 6767):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, pxe.encode())
+        s.bind(("", port))
+        sockets.append(s)
+    for mac in macs:
+        out.send(frame(mac, 67, mac.encode()))
+    out.send(frame(macs[0], 6767, b"end"))
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select(sockets, [], [], 0.1)
+        if sockets[1] in ready:
+            break
+    else:
+        sys.exit("the end marker never arrived")
+    sockets[0].setblocking(False)
+    while True:
+        try:
+            seen.add(sockets[0].recv(64).decode())
+        except BlockingIOError:
+            break
+else:
+    for xid, mac in enumerate(macs):
+        out.send(frame(mac, 67, discover(mac, xid)))
+    while macs[-1] not in seen and time.monotonic() < deadline:
+        if not select.select([out], [], [], 0.1)[0]:
+            continue
+        data, address = out.recvfrom(2048)
+        if address[2] == socket.PACKET_OUTGOING or data[23] != 17:
+            continue
+        if struct.unpack("!H", data[36:38])[0] == 68 and data[42] == 2:
+            seen.add(":".join(f"{b:02x}" for b in data[70:76]))
+print(json.dumps(sorted(seen)))
+"""
+
+
+@dataclasses.dataclass
+class Namespace:
+    """A scratch network namespace with a veth pair: `pxe0` (the PXE interface) and
+    `pxe0-peer` (where the nodes' frames come from)."""
+
+    name: str
+    pxe: str = "pxe0"
+    peer: str = "pxe0-peer"
+
+    @property
+    def runner(self) -> Runner:
+        return Runner(prefix=("ip", "netns", "exec", self.name), timeout=10.0)
+
+    def run(self, *argv: str, check: bool = True, stdin: str | None = None) -> str:
+        return self.runner.run(list(argv), check=check, stdin=stdin).stdout
+
+    def delivered(self, macs: list[str]) -> set[str]:
+        """Which of these source MACs reach a socket on UDP port 67 of the PXE interface."""
+        out = self.run(sys.executable, "-c", PROBE, "udp", self.pxe, self.peer, *macs)
+        return set(json.loads(out))
+
+    def offered(self, macs: list[str]) -> set[str]:
+        """Which MACs dnsmasq sends a DHCPOFFER to; the last one must get one."""
+        out = self.run(sys.executable, "-c", PROBE, "dhcp", self.pxe, self.peer, *macs)
+        return set(json.loads(out))
+
+    @contextlib.contextmanager
+    def dnsmasq(self, directory: pathlib.Path, *options: str) -> Iterator[None]:
+        """A dnsmasq answering DHCP on the PXE interface (10.250.0.50 to .99) with
+        `options`, its files in `directory`; stopped by its pid when the block ends."""
+        _binary("dnsmasq")
+        pidfile = directory / "dnsmasq.pid"
+        self.run(
+            *("dnsmasq", "--conf-file=/dev/null", "--port=0", "--user=root", "--group=root"),
+            *(f"--interface={self.pxe}", "--bind-interfaces", "--no-ping"),
+            *("--dhcp-range=10.250.0.50,10.250.0.99,1h", f"--pid-file={pidfile}"),
+            f"--dhcp-leasefile={directory / 'leases'}",
+            *options,
+        )
+        try:
+            yield
+        finally:
+            with contextlib.suppress(FileNotFoundError, ProcessLookupError, ValueError):
+                os.kill(int(pidfile.read_text().strip()), signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def scratch_namespace() -> Iterator[Namespace]:
+    """A new network namespace with a veth pair, `pxe0` (10.250.0.1/24) and `pxe0-peer`,
+    deleted with everything in it (rules, sets) when the block ends."""
+    if os.geteuid() != 0:
+        service_unavailable("network namespaces need root")
+    _binary("ip")
+    name = f"insp-fw-{uuid.uuid4().hex[:8]}"
+    created = _run("ip", "netns", "add", name, check=False)
+    if created.returncode != 0:
+        service_unavailable(f"cannot create a network namespace: {created.stderr.strip()}")
+    try:
+        ns = Namespace(name)
+        ns.run("ip", "link", "add", ns.pxe, "type", "veth", "peer", "name", ns.peer)
+        ns.run("ip", "addr", "add", "10.250.0.1/24", "dev", ns.pxe)
+        for link in ("lo", ns.pxe, ns.peer):
+            ns.run("ip", "link", "set", link, "up")
+        yield ns
+    finally:
+        _run("ip", "netns", "del", name)
 
 
 # The firewall as the kernel holds it, read back in a host's namespace.
