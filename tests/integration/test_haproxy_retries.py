@@ -32,7 +32,8 @@ from keystoneauth1 import session as ks_session
 from inspector import conf as config
 from inspector.api import app as app_factory
 from inspector.machine import ABORT_REASON, State
-from inspector.store import Change, Store, schema
+from inspector.store import Store, schema
+from tests.api_steps import RecordingQueue, move
 from tests.fakes.ironic import FakeIronic
 from tests.integration.cluster import ROOT, free_port, wait_for
 from tests.integration.test_haproxy import find_haproxy
@@ -246,14 +247,6 @@ def test_a_request_larger_than_the_buffer_is_not_retried(proxy, backends):
 # ---------------------------------------------------------------- the real API behind
 
 
-class RecordingQueue:
-    def __init__(self) -> None:
-        self.requests = []
-
-    def put(self, request) -> None:
-        self.requests.append(request)
-
-
 @pytest.fixture
 def api(tmp_path, backends):
     """The real API app behind the fake back ends: (store, queue, ironic)."""
@@ -274,22 +267,6 @@ def api(tmp_path, backends):
         yield store, queue, ironic
     finally:
         store.close()
-
-
-def move(store, node_uuid, event, target):
-    current = store.get_node(node_uuid)
-    store.apply(
-        Change(
-            node_uuid=node_uuid,
-            expected_version=current.version,
-            request_id=uuid.uuid4().hex,
-            event=event,
-            source=current.state,
-            target=target,
-            status="done",
-        ),
-        current,
-    )
 
 
 def test_the_client_sees_a_start_and_an_abort_whose_answer_was_lost(proxy, backends, api):

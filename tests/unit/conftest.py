@@ -9,6 +9,7 @@ import pytest
 from inspector import conf as config
 from inspector.api import app as app_factory
 from inspector.store import Store, schema
+from tests.api_steps import RecordingQueue
 from tests.fakes.ironic import FakeIronic
 
 
@@ -44,19 +45,6 @@ def conf(tmp_path):
     conf.set_override("state_path", str(tmp_path))
     conf.set_override("auth_strategy", "noauth")
     return conf
-
-
-class RecordingQueue:
-    """The API's view of the work queue: put() only."""
-
-    def __init__(self):
-        self.requests = []
-
-    def put(self, request):
-        self.requests.append(request)
-
-    def events(self):
-        return [(r.node_uuid, r.event) for r in self.requests]
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ import pytest
 
 from inspector.api import guard as guard_module
 from inspector.machine import State
-from inspector.store import Change
 from tests import fixtures
+from tests.api_steps import move
 
 IPA = fixtures.load(fixtures.IPA)
 IPA_ERROR = fixtures.load(fixtures.IPA_DMIDECODE_ERROR)
@@ -19,19 +19,7 @@ FOUR_NICS = fixtures.load(fixtures.FOUR_NIC)
 def waiting_node(client, ironic, store, attributes):
     node = ironic.add_node()
     assert client.post(f"/v1/introspection/{node.uuid}").status_code == 202
-    current = store.get_node(node.uuid)
-    store.apply(
-        Change(
-            node_uuid=node.uuid,
-            expected_version=current.version,
-            request_id=f"{node.uuid}-wait",
-            event="wait",
-            source="starting",
-            target="waiting",
-            status="done",
-        ),
-        current,
-    )
+    move(store, node.uuid, "wait", State.WAITING, request_id=f"{node.uuid}-wait")
     store.set_attributes(node.uuid, attributes)
     return node
 

@@ -8,17 +8,12 @@ import pytest
 
 from inspector.machine import State
 from inspector.store import Change
-
-V = {"X-OpenStack-Ironic-Inspector-API-Version": "1.18"}
+from tests.api_steps import V, move, start
 
 
 @pytest.fixture
 def node(ironic):
     return ironic.add_node(name="node-1", provision_state="manageable")
-
-
-def start(client, ident, **kwargs):
-    return client.post(f"/v1/introspection/{ident}", headers=V, **kwargs)
 
 
 def test_start_records_starting_and_enqueues(client, node, store, queue):
@@ -119,7 +114,7 @@ def test_active_allowed_when_permitted(client, ironic, conf):
 
 def test_start_while_waiting_is_409(client, node, store):
     start(client, node.uuid)
-    _move(store, node.uuid, "wait", State.WAITING)
+    move(store, node.uuid, "wait", State.WAITING)
     response = start(client, node.uuid)
     assert response.status_code == 409
     assert "busy" in response.json["error"]["message"]
@@ -136,22 +131,6 @@ def test_malformed_body_is_400(client, node):
     assert response.status_code == 400
 
 
-def _move(store, node_uuid, event, target):
-    current = store.get_node(node_uuid)
-    return store.apply(
-        Change(
-            node_uuid=node_uuid,
-            expected_version=current.version,
-            request_id=uuid.uuid4().hex,
-            event=event,
-            source=current.state,
-            target=target,
-            status="done",
-        ),
-        current,
-    )
-
-
 def test_status_of_unknown_node_is_404(client):
     response = client.get(f"/v1/introspection/{uuid.uuid4()}", headers=V)
     assert response.status_code == 404
@@ -159,7 +138,7 @@ def test_status_of_unknown_node_is_404(client):
 
 def test_abort_waiting(client, node, store, queue):
     start(client, node.uuid)
-    _move(store, node.uuid, "wait", State.WAITING)
+    move(store, node.uuid, "wait", State.WAITING)
     response = client.post(f"/v1/introspection/{node.uuid}/abort", headers=V)
     assert response.status_code == 202
     status = client.get(f"/v1/introspection/{node.uuid}", headers=V).json
@@ -172,7 +151,7 @@ def test_abort_waiting(client, node, store, queue):
 def test_abort_busy_is_409_and_nothing_is_400(client, node, store):
     start(client, node.uuid)
     assert client.post(f"/v1/introspection/{node.uuid}/abort").status_code == 409
-    _move(store, node.uuid, "wait", State.WAITING)
+    move(store, node.uuid, "wait", State.WAITING)
     assert client.post(f"/v1/introspection/{node.uuid}/abort").status_code == 202
     response = client.post(f"/v1/introspection/{node.uuid}/abort")
     assert response.status_code == 400
@@ -203,7 +182,7 @@ def test_list_is_newest_first_and_pages(client, ironic):
 
 def test_list_state_filter(client, ironic, store):
     nodes = _started(client, ironic, 3)
-    _move(store, nodes[0].uuid, "wait", State.WAITING)
+    move(store, nodes[0].uuid, "wait", State.WAITING)
     listed = client.get("/v1/introspection?state=waiting").json["introspection"]
     assert [s["uuid"] for s in listed] == [nodes[0].uuid]
     both = client.get("/v1/introspection?state=waiting&state=starting").json["introspection"]
@@ -256,9 +235,9 @@ def test_reapply(client, node, store, queue):
     start(client, node.uuid)
     url = f"/v1/introspection/{node.uuid}/data/unprocessed"
     assert client.post(url, headers=V).status_code == 409  # busy: starting
-    _move(store, node.uuid, "wait", State.WAITING)
-    _move(store, node.uuid, "continue", State.PROCESSING)
-    _move(store, node.uuid, "finish", State.FINISHED)
+    move(store, node.uuid, "wait", State.WAITING)
+    move(store, node.uuid, "continue", State.PROCESSING)
+    move(store, node.uuid, "finish", State.FINISHED)
     response = client.post(url, headers=V)
     assert response.status_code == 400  # no raw data
     assert "unprocessed" in response.json["error"]["message"]
@@ -271,7 +250,7 @@ def test_reapply(client, node, store, queue):
 def test_reapply_with_body_replaces_raw_data(client, node, store):
     start(client, node.uuid)
     for event, target in (("wait", "waiting"), ("continue", "processing"), ("finish", "finished")):
-        _move(store, node.uuid, event, target)
+        move(store, node.uuid, event, target)
     url = f"/v1/introspection/{node.uuid}/data/unprocessed"
     old = {"X-OpenStack-Ironic-Inspector-API-Version": "1.14"}
     assert client.post(url, json={"inventory": {"new": 1}}, headers=old).status_code == 404
@@ -283,7 +262,7 @@ def test_reapply_with_body_replaces_raw_data(client, node, store):
 def test_reapply_body_gets_the_checks_of_ramdisk_data(client, node, store, conf):
     start(client, node.uuid)
     for event, target in (("wait", "waiting"), ("continue", "processing"), ("finish", "finished")):
-        _move(store, node.uuid, event, target)
+        move(store, node.uuid, event, target)
     url = f"/v1/introspection/{node.uuid}/data/unprocessed"
     store.store_data(node.uuid, {"inventory": {"kept": 1}}, processed=False)
     wrong = client.post(url, json={"inventory": {"disks": {"sda": {}}}}, headers=V)

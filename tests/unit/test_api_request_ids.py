@@ -10,9 +10,7 @@ import pytest
 from inspector.api import intents, request_ids
 from inspector.errors import ServiceUnavailable
 from inspector.machine import State
-from inspector.store import Change
-
-V = {"X-OpenStack-Ironic-Inspector-API-Version": "1.18"}
+from tests.api_steps import V, abort, move, start
 
 
 def rid() -> str:
@@ -22,32 +20,6 @@ def rid() -> str:
 @pytest.fixture
 def node(ironic):
     return ironic.add_node(name="node-1", provision_state="manageable")
-
-
-def start(client, ident, request_id=None):
-    headers = {**V, **({"X-Request-ID": request_id} if request_id else {})}
-    return client.post(f"/v1/introspection/{ident}", headers=headers)
-
-
-def abort(client, ident, request_id=None):
-    headers = {**V, **({"X-Request-ID": request_id} if request_id else {})}
-    return client.post(f"/v1/introspection/{ident}/abort", headers=headers)
-
-
-def move(store, node_uuid, event, target):
-    current = store.get_node(node_uuid)
-    return store.apply(
-        Change(
-            node_uuid=node_uuid,
-            expected_version=current.version,
-            request_id=uuid.uuid4().hex,
-            event=event,
-            source=current.state,
-            target=target,
-            status="done",
-        ),
-        current,
-    )
 
 
 # ---------------------------------------------------------------- the headers
