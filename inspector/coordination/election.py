@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from inspector.coordination.backends import Coordinator, Lease
+from inspector.coordination.base import Coordinator, Lease
 from inspector.errors import InspectorError, ServiceUnavailable
 from inspector.lifecycle import Lifecycle, Outages
 

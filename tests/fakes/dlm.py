@@ -7,7 +7,7 @@ the way a kill -9 does once its lease expired: its memberships and leases are go
 
 import threading
 
-from inspector.coordination.backends import Coordinator, Lease
+from inspector.coordination.base import Coordinator, Lease
 from inspector.errors import ServiceUnavailable
 
 

@@ -138,7 +138,7 @@ def options(url: str) -> dict[str, str]:
     ],
 )
 def test_each_driver_gets_its_lease_options(url, expected):
-    assert options(backends._with_lease(url, 3)) == expected
+    assert options(backends.with_lease(url, 3)) == expected
 
 
 def test_the_guard_stops_the_worker_before_it_opens_anything(tmp_path):

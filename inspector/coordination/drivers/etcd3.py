@@ -1,0 +1,43 @@
+"""etcd3+http://host:2379 or etcd3+https:// (tooz's etcd3gw driver, over etcd's gRPC
+gateway).
+
+Features: locks are keys under an etcd lease; renewing refreshes the lease and checks
+its TTL, since the lock's heartbeat says True even once the lease had expired. Groups
+are keys under a lease too.
+Options: lock_timeout and membership_timeout, set from [coordination] lease_timeout
+unless the URL sets them.
+Requires: etcd3gw (`pip install 'ironic-ha-inspector[etcd]'`).
+"""
+
+from inspector.coordination.drivers.common import ToozCoordinator, ToozLease
+
+
+class EtcdLease(ToozLease):
+    """etcd3gw: its lock's heartbeat says True even when the lease had expired."""
+
+    def _lost(self) -> str | None:
+        lock = self._lock
+        with lock._exclusive_access:
+            if not lock.acquired:
+                return ""
+            ttl = lock._lease.refresh()
+        return "it had expired" if ttl <= 0 else None
+
+    def release(self) -> None:
+        super().release()
+        # A lock whose release failed (it had expired) stays in the driver's list, whose
+        # heartbeat would keep refreshing its dead lease.
+        self._lock._coord._acquired_locks.discard(self._lock)
+
+
+class Etcd3Coordinator(ToozCoordinator):
+    lease_options = ("lock_timeout", "membership_timeout")
+    client_library = ("etcd3gw", "etcd")
+    client_errors = (("etcd3gw.exceptions", "Etcd3Exception"),)
+    lease_class = EtcdLease
+
+    def _close(self, driver) -> None:
+        """tooz's stop() leaves etcd3gw's HTTP session open."""
+        session = getattr(getattr(driver, "client", None), "session", None)
+        if session is not None and hasattr(session, "close"):
+            session.close()

@@ -1,0 +1,94 @@
+"""zookeeper://host:2181 or kazoo:// (tooz's ZooKeeper driver, kazoo's client).
+
+Features: a lock is an ephemeral node, alive while our session is (kazoo pings on its
+own: no heartbeat of ours); renewing checks that our node is still there. Groups are
+ephemeral nodes too. kazoo's synchronous calls wait without a time-out for a lost
+connection to come back: taking and releasing a lock run in a thread of their own,
+waited for CALL_TIMEOUT, and calls are refused while kazoo is disconnected.
+Options: timeout (the session's), set from [coordination] lease_timeout unless the URL
+sets it; the server bounds it by its minSessionTimeout and maxSessionTimeout (by
+default 2 and 20 ticks: 4 s and 40 s).
+Requires: kazoo (`pip install 'ironic-ha-inspector[zookeeper]'`).
+"""
+
+import contextlib
+import logging
+
+from inspector.coordination.drivers.common import (
+    CALL_TIMEOUT,
+    ToozCoordinator,
+    ToozLease,
+    bounded,
+)
+from inspector.errors import ServiceUnavailable
+
+LOG = logging.getLogger(__name__)
+
+
+class ZooKeeperLease(ToozLease):
+    """ZooKeeper: the lock is an ephemeral node, alive while our session is (kazoo
+    keeps it alive). Renewing checks that our node is still there.
+
+    kazoo's synchronous calls wait, without a time-out, for a lost connection to come
+    back: taking and releasing run in a thread of their own, waited for CALL_TIMEOUT; a
+    lock taken after that is released at once."""
+
+    @staticmethod
+    def acquire(lock) -> bool:
+        return bounded(
+            lambda: lock.acquire(blocking=False),
+            late=lambda taken: taken and lock.release(),
+        )
+
+    def _lost(self) -> str | None:
+        recipe = self._lock._lock
+        client = recipe.client
+        if recipe.is_acquired and recipe.node is not None and client.connected:
+            path = f"{recipe.path}/{recipe.node}"
+            data, _ = client.get_async(path).get(timeout=CALL_TIMEOUT)
+            if data == recipe.data:
+                return None
+        return "not connected, or its node is gone"
+
+    def release(self) -> None:
+        # Disconnected, the release waits in its thread for the connection to come back
+        # (or the session to expire, which frees the lock too).
+        connected = self._lock._client.connected
+        try:
+            bounded(self._lock.release, CALL_TIMEOUT if connected else 0.0)
+        except Exception as exc:
+            LOG.warning("Cannot release lease %s yet (it will be): %s", self._name, exc)
+
+
+class ZooKeeperCoordinator(ToozCoordinator):
+    lease_options = ("timeout",)
+    client_library = ("kazoo", "zookeeper")
+    client_errors = (("kazoo.exceptions", "KazooException"),)
+    lease_class = ZooKeeperLease
+    #: kazoo's client: its calls are only made while it is connected.
+    _kazoo = None
+
+    def _started(self, driver) -> None:
+        # kazoo pings on its own; tooz's heartbeat (a read) would only wait forever
+        # while the connection is down.
+        self._kazoo = driver._coord
+
+    def _check_connected(self) -> None:
+        if self._kazoo is not None and not self._kazoo.connected:
+            raise ServiceUnavailable(
+                f"connection to {self._describe()} lost (reconnecting)", service="DLM"
+            )
+
+    def _before_stop(self, driver) -> None:
+        kazoo, self._kazoo = self._kazoo, None
+        if kazoo is not None and not kazoo.connected:
+            # tooz would leave each group and wait forever for the connection: the
+            # members' nodes go with the session anyway.
+            driver._joined_groups.clear()
+
+    def _close(self, driver) -> None:
+        """tooz's stop() stops kazoo's client without closing it."""
+        kazoo = getattr(driver, "_coord", None)
+        if kazoo is not None and hasattr(kazoo, "close"):
+            with contextlib.suppress(Exception):
+                kazoo.close()
