@@ -1,6 +1,6 @@
-"""The firewall's pub-sub channel: announcements every worker hears (whitelist and
-blacklist changes, status requests and answers), on oslo.messaging notifications, or
-in-process for `inspector all`.
+"""The firewall's pub-sub channel on oslo.messaging notifications, and which channel the
+configuration selects (`from_conf`); what is announced, the Channel interface and the
+in-process channel are inspector.broker.announcements'.
 
 Owns oslo.messaging: none of its objects or exceptions leave this module. Delivery is
 best effort: a process that is down, or a broker that is, loses announcements, and the
@@ -8,119 +8,56 @@ polling of Ironic and of the store catches up. Handlers run on the channel's thr
 """
 
 import copy
-import json
 import logging
-import queue
 import threading
 import time
 import urllib.parse
 import uuid
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from oslo_config import cfg
 
+from inspector.broker.announcements import (
+    INTROSPECTION_ENDED,
+    INTROSPECTION_STARTED,
+    IRONIC_PORT_ADDED,
+    IRONIC_PORT_REMOVED,
+    PORT_ADDED,
+    PORT_REMOVED,
+    STATUS,
+    STATUS_REQUEST,
+    STOP_TIMEOUT,
+    Announcer,
+    Channel,
+    Handler,
+    LocalChannel,
+)
 from inspector.broker.tls import Tls
-from inspector.errors import InspectorError
+
+__all__ = [
+    "INTROSPECTION_ENDED",
+    "INTROSPECTION_STARTED",
+    "IRONIC_PORT_ADDED",
+    "IRONIC_PORT_REMOVED",
+    "PORT_ADDED",
+    "PORT_REMOVED",
+    "STATUS",
+    "STATUS_REQUEST",
+    "Announcer",
+    "Channel",
+    "Handler",
+    "LocalChannel",
+    "MessagingChannel",
+    "channel_url",
+    "from_conf",
+]
 
 LOG = logging.getLogger(__name__)
 
-#: A node's introspection started: {"node_uuid", "macs"} (whitelist).
-INTROSPECTION_STARTED = "inspector.introspection.start"
-#: A node's introspection ended (finished or error): {"node_uuid"} (whitelist).
-INTROSPECTION_ENDED = "inspector.introspection.end"
-#: A port was added to or removed from Ironic: {"uuid", "address"} (blacklist).
-PORT_ADDED = "inspector.port.add"
-PORT_REMOVED = "inspector.port.remove"
-#: Ironic's own versioned notifications ([DEFAULT] notification_level = info), whose
-#: payload holds the port under "ironic_object.data".
-IRONIC_PORT_ADDED = ("baremetal.port.create.end", "baremetal.port.update.end")
-IRONIC_PORT_REMOVED = ("baremetal.port.delete.end",)
-#: `inspector status` asks {"request_id"}; every firewall manager answers STATUS.
-STATUS_REQUEST = "inspector.firewall.status.request"
-STATUS = "inspector.firewall.status"
-
-#: Seconds a stop waits for the listeners (oslo.messaging polls its queue once a second
-#: and reconnects in the background). Their threads are daemons: a process exiting
-#: does not wait for them, and RabbitMQ drops the queues of a closed connection.
-STOP_TIMEOUT = 0.5
 #: Publisher id of our notifications.
 PUBLISHER = "inspector"
-
-Handler = Callable[[str, dict], None]
-
-
-class Channel:
-    """Publish announcements to every subscribed process, this one included."""
-
-    #: URL without a password, for logs and status.
-    description = ""
-
-    def __init__(self) -> None:
-        self._handlers: list[Handler] = []
-
-    def subscribe(self, handler: Handler) -> None:
-        """Call handler(event_type, payload) for every announcement (before start)."""
-        self._handlers.append(handler)
-
-    def publish(self, event_type: str, payload: dict) -> None:
-        """Send; never raises (a lost announcement is caught up by polling)."""
-        raise NotImplementedError
-
-    def start(self) -> None:
-        raise NotImplementedError
-
-    def ready(self, timeout: float) -> bool:
-        """Wait up to timeout seconds until this process hears announcements."""
-        return True
-
-    def stop(self) -> None:
-        raise NotImplementedError
-
-    def deliver(self, event_type: str, payload: Any) -> None:
-        for handler in self._handlers:
-            try:
-                handler(event_type, payload if isinstance(payload, dict) else {})
-            except InspectorError as exc:  # our own error: one line (a stack with debug on)
-                LOG.error(
-                    "Handling the announcement %s failed: %s",
-                    event_type,
-                    exc.message,
-                    exc_info=LOG.isEnabledFor(logging.DEBUG),
-                )
-            except Exception:
-                LOG.exception("Handling the announcement %s failed", event_type)
-
-
-class LocalChannel(Channel):
-    """One process (memory://): announcements delivered in order by one thread."""
-
-    description = "in-process"
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-
-    def publish(self, event_type: str, payload: dict) -> None:
-        # A copy through JSON: what a subscriber gets never aliases the publisher's data,
-        # as with a broker.
-        self._queue.put((event_type, json.loads(json.dumps(payload))))
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="channel", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while (item := self._queue.get()) is not None:
-            self.deliver(*item)
-
-    def stop(self) -> None:
-        if self._thread is not None:
-            self._queue.put(None)
-            self._thread.join(STOP_TIMEOUT)
-            self._thread = None
 
 
 def _oslo_messaging():
@@ -276,33 +213,6 @@ class MessagingChannel(Channel):
         for transport in (self._ours, self._ironic):
             if transport is not None:
                 transport.cleanup()
-
-
-class Announcer:
-    """What the workers announce; every method returns at once and never raises.
-
-    `wanted()` says whether anything applies the announcements (a firewall with a real
-    driver, see firewall.demand); when it says no, nothing is published."""
-
-    def __init__(self, channel: Channel, wanted: Callable[[], bool] = lambda: True) -> None:
-        self.channel = channel
-        self.wanted = wanted
-
-    def _publish(self, event_type: str, payload: dict) -> None:
-        if self.wanted():
-            self.channel.publish(event_type, payload)
-
-    def introspection_started(self, node_uuid: str, macs: list[str]) -> None:
-        self._publish(INTROSPECTION_STARTED, {"node_uuid": node_uuid, "macs": list(macs)})
-
-    def introspection_ended(self, node_uuid: str) -> None:
-        self._publish(INTROSPECTION_ENDED, {"node_uuid": node_uuid})
-
-    def port_added(self, port_uuid: str, address: str) -> None:
-        self._publish(PORT_ADDED, {"uuid": port_uuid, "address": address})
-
-    def port_removed(self, port_uuid: str, address: str) -> None:
-        self._publish(PORT_REMOVED, {"uuid": port_uuid, "address": address})
 
 
 #: Queue URL schemes and the oslo.messaging URL scheme of the same broker (amqps: rabbit
