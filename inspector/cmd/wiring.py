@@ -13,7 +13,7 @@ from typing import Any
 from oslo_config import cfg
 
 from inspector import coordination
-from inspector.broker import channels, notifier
+from inspector.broker import channels
 from inspector.broker.queue import WorkQueue
 from inspector.broker.tls import Tls
 from inspector.coordination import backends as dlm
@@ -23,7 +23,7 @@ from inspector.firewall import demand, drivers, manager, sources
 from inspector.ironic.lazy import LazyIronic
 from inspector.lifecycle import Lifecycle, Outages, RetryPolicy
 from inspector.notifications import drivers as notification_drivers
-from inspector.notifications import sender
+from inspector.notifications import messaging, sender
 from inspector.periodic import runner
 from inspector.periodic.tasks import CleanUp
 from inspector.store import Store
@@ -222,7 +222,7 @@ def notification_sender(conf: cfg.ConfigOpts, db: Store, budget: Outages) -> sen
             chosen.append(notification_drivers.LogDriver())
         elif name == "messaging":
             chosen.append(
-                notifier.MessagingDriver(
+                messaging.MessagingDriver(
                     group.transport_url or conf.queue.transport_url,
                     exchange=group.exchange,
                     topics=group.topics,

@@ -1,2 +1,2 @@
 """Notifications of introspections: the outbox sender (a leader-elected singleton) and
-its drivers (HTTP, log; oslo.messaging lives in inspector.broker.notifier)."""
+its drivers (HTTP, log, and messaging: RabbitMQ, published by inspector.broker.publisher)."""

@@ -13,10 +13,11 @@ import kombu
 import pytest
 
 from inspector import conf as config
-from inspector.broker import channels, notifier
+from inspector.broker import channels
 from inspector.broker.message import Request
 from inspector.broker.queue import WorkQueue
 from inspector.broker.tls import Tls
+from inspector.notifications import messaging
 from tests.fakes.tls import CLIENT_NAME, TlsTerminator, make_pki
 
 pytestmark = pytest.mark.integration
@@ -60,7 +61,7 @@ def test_the_work_queue_over_tls(proxy, pki, queue_name, rabbitmq_url):
 def test_the_messaging_driver_over_tls(proxy, pki, rabbitmq_server):
     terminator, url = proxy
     exchange_name = f"test-notify-{uuid.uuid4().hex[:8]}"
-    driver = notifier.MessagingDriver(
+    driver = messaging.MessagingDriver(
         url, exchange=exchange_name, topics=["notifications"], publisher_id="t", tls=tls_of(pki)
     )
     with kombu.Connection(rabbitmq_server) as connection, contextlib.closing(driver):

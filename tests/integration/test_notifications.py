@@ -10,7 +10,7 @@ import uuid
 import kombu
 import pytest
 
-from inspector.broker import notifier
+from inspector.notifications import messaging
 from tests.integration.cluster import (
     free_port,
     ipa_payload,
@@ -110,17 +110,17 @@ def test_messaging_driver_publishes_the_oslo_envelope_or_keeps_the_notification(
     messagingv2 would send it."""
     exchange_name = f"test-notify-{uuid.uuid4().hex[:8]}"
     payload = {"id": "n-1", "event_type": "inspector.introspection.finish", "node_uuid": "x"}
-    driver = notifier.MessagingDriver(
+    driver = messaging.MessagingDriver(
         rabbitmq_server, exchange=exchange_name, topics=["notifications"], publisher_id="t"
     )
-    with pytest.raises(notifier.NotDelivered, match=r"NOT_FOUND|not published"):
+    with pytest.raises(messaging.NotDelivered, match=r"NOT_FOUND|not published"):
         driver.send(payload)  # the exchange does not exist yet
     with kombu.Connection(rabbitmq_server) as connection, contextlib.closing(driver):
         channel = connection.channel()
         exchange = kombu.Exchange(exchange_name, "topic", durable=False)(channel)
         exchange.declare()
         try:
-            with pytest.raises(notifier.NotDelivered, match="no queue is bound"):
+            with pytest.raises(messaging.NotDelivered, match="no queue is bound"):
                 driver.send(payload)
             queue = kombu.Queue(
                 f"{exchange_name}.info", exchange=exchange, routing_key="notifications.info"

@@ -7,10 +7,11 @@ import ssl
 import pytest
 
 from inspector import conf as config
-from inspector.broker import channels, notifier, transports
+from inspector.broker import channels, transports
 from inspector.broker.queue import WorkQueue
 from inspector.broker.tls import DEFAULT_TLS, Tls
 from inspector.errors import ConfigError, ServiceUnavailable
+from inspector.notifications import messaging
 from tests.fakes.tls import CLIENT_NAME, TlsTerminator, make_pki
 
 
@@ -76,7 +77,7 @@ def test_the_connections_get_them(pki):
     connection = transports.connect("amqp://h//", transport, {}, tls)
     assert connection.ssl["certfile"] == str(pki.client_cert)
     assert transports.connect("amqp://h//", transport, {}).ssl is False
-    driver = notifier.MessagingDriver(
+    driver = messaging.MessagingDriver(
         "amqp://h//", exchange="e", topics=["t"], publisher_id="p", tls=tls
     )
     assert driver.tls is tls
@@ -87,7 +88,7 @@ def test_an_unreadable_file_stops_the_start_naming_the_option(pki, tmp_path):
     with pytest.raises(ConfigError, match=r"\[oslo_messaging_rabbit\] ssl_ca_file: cannot read"):
         WorkQueue("amqp://h//", tls=missing)
     with pytest.raises(ConfigError, match="ssl_ca_file"):
-        notifier.MessagingDriver(
+        messaging.MessagingDriver(
             "amqp://h//", exchange="e", topics=[], publisher_id="p", tls=missing
         )
     with pytest.raises(ConfigError, match="ssl_key_file is set without ssl_cert_file"):
@@ -117,14 +118,14 @@ def test_the_queue_presents_the_client_certificate_and_checks_the_server(pki):
 
 def test_the_notifier_presents_the_client_certificate(pki):
     with TlsTerminator(pki) as server:
-        driver = notifier.MessagingDriver(
+        driver = messaging.MessagingDriver(
             f"amqp://u:p@127.0.0.1:{server.port}//",
             exchange="e",
             topics=["t"],
             publisher_id="p",
             tls=client_tls(pki),
         )
-        with pytest.raises(notifier.NotDelivered):
+        with pytest.raises(messaging.NotDelivered):
             driver.send({"id": "1", "event_type": "x"})
         driver.close()
     assert server.clients == [CLIENT_NAME]

@@ -1,19 +1,15 @@
-"""The `messaging` notification driver: each notification published the way
-oslo.messaging's `messagingv2` notifier does on RabbitMQ (the oslo 2.0 envelope on a
-topic exchange, routing key `<topic>.info`), so ceilometer-style consumers read it as
-any OpenStack notification.
+"""Publishing to a topic exchange that the consumers own, with proof of delivery: the
+exchange must exist (declared passively, never made), the message must reach at least
+one queue (`mandatory`) and the broker must confirm it (publisher confirms). Otherwise
+NotDelivered: unlike oslo.messaging's Notifier, which logs and drops what it cannot
+send, the caller keeps the message and retries it.
 
-Unlike oslo.messaging's Notifier, which logs and drops what it cannot send, it reports
-failure: the exchange must exist, the message must reach at least one queue
-(`mandatory`) and the broker must confirm it (publisher confirms). Otherwise the outbox
-keeps the notification and retries it.
+The kombu half of the `messaging` notification driver (inspector.notifications.messaging,
+which may not import kombu).
 """
 
 import contextlib
-import datetime
-import json
 import threading
-import uuid
 from typing import Any
 
 import kombu
@@ -32,38 +28,15 @@ class NotDelivered(InspectorError):
     retryable = True
 
 
-def envelope(payload: dict[str, Any], publisher_id: str) -> dict[str, str]:
-    """oslo.messaging's notification layout (messagingv2), the message serialised inside."""
-    message = {
-        "message_id": str(uuid.uuid4()),
-        "publisher_id": publisher_id,
-        "event_type": payload["event_type"],
-        "priority": "INFO",
-        "payload": payload,
-        "timestamp": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M:%S.%f"),
-    }
-    return {"oslo.version": "2.0", "oslo.message": json.dumps(message)}
+class ConfirmedPublisher:
+    """One connection (made on first use, dropped after a failure) to publish on."""
 
-
-class MessagingDriver:
-    name = "messaging"
-
-    def __init__(
-        self,
-        url: str,
-        *,
-        exchange: str,
-        topics: list[str],
-        publisher_id: str,
-        tls: Tls = DEFAULT_TLS,
-    ) -> None:
+    def __init__(self, url: str, *, exchange: str, tls: Tls = DEFAULT_TLS) -> None:
         self.url = url
         #: kombu's TLS options ([oslo_messaging_rabbit], broker.tls), checked now.
         tls.kombu_ssl(url)
         self.tls = tls
         self.exchange_name = exchange
-        self.topics = topics
-        self.publisher_id = publisher_id
         self._guard = threading.Lock()
         self._connection: kombu.Connection | None = None
 
@@ -90,11 +63,12 @@ class MessagingDriver:
         with self._guard:
             self._drop()
 
-    def send(self, payload: dict[str, Any]) -> None:
-        body = envelope(payload, self.publisher_id)
+    def publish(self, body: dict[str, Any], routing_keys: list[str]) -> None:
+        """body (serialised as JSON) to the exchange under each routing key, each
+        delivered to a queue; NotDelivered otherwise."""
         with self._guard:
             try:
-                self._publish(body)
+                self._publish(body, routing_keys)
             except NotDelivered:
                 raise
             except Exception as exc:  # kombu, amqp and socket errors alike
@@ -104,7 +78,7 @@ class MessagingDriver:
                     f"exchange {self.exchange_name}: {exc}"
                 ) from exc
 
-    def _publish(self, body: dict[str, str]) -> None:
+    def _publish(self, body: dict[str, Any], routing_keys: list[str]) -> None:
         connection = self._connect()
         channel = connection.default_channel
         exchange = kombu.Exchange(self.exchange_name, type="topic", channel=channel)
@@ -116,18 +90,14 @@ class MessagingDriver:
             auto_declare=False,
             on_return=lambda *args: returned.append(args),
         )
-        for topic in self.topics:
+        for routing_key in routing_keys:
             producer.publish(
-                body,
-                routing_key=f"{topic}.info",
-                serializer="json",
-                mandatory=True,
-                retry=False,
+                body, routing_key=routing_key, serializer="json", mandatory=True, retry=False
             )
             # With publisher confirms, publish() waits for the broker's ack, and a
             # returned (unroutable) message arrives before it: `returned` is final here.
             if returned:
                 raise NotDelivered(
                     f"no queue is bound to exchange {self.exchange_name} for "
-                    f"{topic}.info: the notification would be dropped"
+                    f"{routing_key}: the notification would be dropped"
                 )
