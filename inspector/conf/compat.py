@@ -1,6 +1,7 @@
-"""ironic-inspector 12.5's options in Inspector: what becomes of each (honoured, mapped to
-ours, ignored with a warning, refused per role), the one place where its [DEFAULT]
-transport_url becomes our work queue, and the options a file sets that nothing reads.
+"""ironic-inspector 12.5's options in Inspector: the one place where its [DEFAULT]
+transport_url becomes our work queue, its settings each role refuses, the options a file
+sets that nothing reads, and docs/configuration.md's table of what becomes of each
+(the fates: inspector.conf.fates).
 
 Its options that are ours too (same group, name and meaning) need nothing here: they are
 read as they are. docs/configuration.md's table of every ironic-inspector option is
@@ -15,22 +16,38 @@ from collections.abc import Iterable, Sequence
 from oslo_config import cfg
 
 from inspector import redaction
-from inspector.conf import database
+from inspector.conf.fates import (
+    FATES,
+    HONOURED,
+    IGNORED,
+    MAPPED,
+    REFUSED,
+    Fate,
+    Known,
+    fate,
+    known_options,
+    section,
+)
+
+__all__ = [
+    "HONOURED",
+    "IGNORED",
+    "MAPPED",
+    "REFUSED",
+    "Fate",
+    "Known",
+    "TakeOver",
+    "apply",
+    "decide",
+    "fate",
+    "known_options",
+    "refusals",
+    "render_table",
+    "unread",
+    "warning",
+]
 
 GROUP = "DEFAULT"
-
-HONOURED = "honoured"
-MAPPED = "mapped"
-IGNORED = "ignored"
-REFUSED = "refused"
-
-#: What the table says before each kind's text.
-KIND_WORDS = {
-    HONOURED: "honoured",
-    MAPPED: "mapped",
-    IGNORED: "ignored, with a warning when set",
-    REFUSED: "refused",
-}
 
 #: The roles that serve the API (ironic-inspector's TLS and socket options are theirs).
 SERVING = ("api", "all")
@@ -67,240 +84,6 @@ OPTS = [
 
 def register(conf: cfg.ConfigOpts) -> None:
     conf.register_opts(OPTS)  # [DEFAULT]
-
-
-@dataclasses.dataclass(frozen=True)
-class Fate:
-    """What Inspector does with one ironic-inspector option: its kind and why or how."""
-
-    kind: str
-    text: str
-
-    def describe(self) -> str:
-        return f"{KIND_WORDS[self.kind]}: {self.text}"
-
-
-def _each(group: str, names: str, fate: Fate) -> dict[tuple[str, str], Fate]:
-    return {(group, name): fate for name in names.split()}
-
-
-_RPC = Fate(
-    IGNORED,
-    "oslo.messaging's RPC between ironic-inspector's API and conductor; Inspector's "
-    "processes share the work queue ([queue]) instead",
-)
-_OSLO_SERVICE = Fate(
-    IGNORED,
-    "oslo.service's (backdoor, eventlet WSGI server, graceful shutdown): Inspector serves "
-    "its API itself (`inspector api`, or gunicorn: docs/deployment.md) and stops its "
-    "workers within [worker] get_timeout",
-)
-_RETRIES = Fate(
-    IGNORED,
-    "oslo.db's reconnection; Inspector's retry budget is [database] max_retries x retry_interval",
-)
-_REPLICA = Fate(IGNORED, "no read replica nor asyncio engine: every query goes to connection")
-_ENGINE = Fate(
-    IGNORED,
-    "oslo.db's engine settings; Inspector's SQLAlchemy engine sets its own (docs/deployment.md)",
-)
-
-#: ironic-inspector's options that are not ours (or that we read otherwise), by name.
-FATES: dict[tuple[str, str], Fate] = {
-    **_each(
-        "DEFAULT",
-        "executor_thread_pool_size rpc_thread_pool_size rpc_response_timeout "
-        "control_exchange rpc_ping_enabled",
-        _RPC,
-    ),
-    ("DEFAULT", "transport_url"): Fate(
-        MAPPED,
-        "in ironic-inspector's split mode (standalone = false) a rabbit:// URL becomes "
-        "[queue] transport_url (amqp://, each host of the URL a fail-over) and [firewall] "
-        "channel_url (as it is), unless those are set; in its standalone mode it is not "
-        "taken (one process: `inspector all`, whose queue is in-process)",
-    ),
-    ("DEFAULT", "standalone"): Fate(
-        MAPPED,
-        "the topology: true (its default) is one process, `inspector all`; false (split) "
-        "lets transport_url become the queue of `inspector api` + `inspector worker`",
-    ),
-    ("DEFAULT", "use_ssl"): Fate(
-        REFUSED,
-        "true stops `inspector api` and `inspector all`: Inspector's API speaks plain "
-        "HTTP behind a proxy that ends TLS (HAProxy, docs/deployment.md)",
-    ),
-    ("DEFAULT", "listen_unix_socket"): Fate(
-        REFUSED,
-        "set, it stops `inspector api` and `inspector all`: Inspector listens on "
-        "listen_address and listen_port",
-    ),
-    ("DEFAULT", "listen_unix_socket_mode"): Fate(
-        IGNORED, "only meant with listen_unix_socket (refused)"
-    ),
-    ("DEFAULT", "leader_election_interval"): Fate(
-        IGNORED,
-        "Inspector's elections look every [coordination] election_interval (0.5 s) and "
-        "a leader's loss is seen within [coordination] lease_timeout",
-    ),
-    ("DEFAULT", "max_concurrency"): Fate(
-        IGNORED, "[api] threads and [worker] pool_size size Inspector's processes"
-    ),
-    ("DEFAULT", "ipmi_address_fields"): Fate(
-        IGNORED, "every *_address field of the node's driver_info, and drac_host, is read"
-    ),
-    ("DEFAULT", "rootwrap_config"): Fate(
-        IGNORED,
-        "the firewall drivers run their commands through [pxe_filter] root_helper "
-        "(sudo, docs/firewall.md), not rootwrap",
-    ),
-    ("DEFAULT", "can_manage_boot"): Fate(
-        IGNORED,
-        "Inspector accepts manage_boot = true (it then boots the node); requests with "
-        "manage_boot = false work as before",
-    ),
-    ("DEFAULT", "enable_mdns"): Fate(
-        IGNORED,
-        "Inspector is not published over multicast DNS: give the ramdisk its callback "
-        "URL (ipa-inspection-callback-url)",
-    ),
-    ("DEFAULT", "publish_errors"): Fate(
-        REFUSED,
-        "true stops every service: oslo.log's error notifications need oslo.messaging's "
-        "global configuration, which Inspector does not set up ([notifications] sends "
-        "its own)",
-    ),
-    ("DEFAULT", "fatal_deprecations"): Fate(
-        IGNORED, "deprecated options and features only warn (oslo.log's versionutils)"
-    ),
-    **_each(
-        "DEFAULT",
-        "backdoor_port backdoor_socket log_options graceful_shutdown_timeout "
-        "api_paste_config wsgi_log_format tcp_keepidle wsgi_default_pool_size "
-        "max_header_line wsgi_keep_alive client_socket_timeout wsgi_server_debug",
-        _OSLO_SERVICE,
-    ),
-    **_each(
-        "database",
-        "use_db_reconnect db_retry_interval db_inc_retry_interval db_max_retry_interval "
-        "db_max_retries",
-        _RETRIES,
-    ),
-    **_each(
-        "database",
-        "slave_connection asyncio_connection asyncio_slave_connection synchronous_reader",
-        _REPLICA,
-    ),
-    **_each(
-        "database",
-        "sqlite_synchronous backend mysql_sql_mode mysql_wsrep_sync_wait connection_debug "
-        "connection_trace",
-        _ENGINE,
-    ),
-    ("database", "connection_parameters"): Fate(
-        IGNORED, "put the parameters in the query of [database] connection's URL"
-    ),
-    ("extra_hardware", "strict"): Fate(
-        IGNORED,
-        "Inspector's extra_hardware hook is always strict: only 4-item records are "
-        "converted, and the raw data is always dropped",
-    ),
-}
-
-#: ironic-inspector's groups of which Inspector reads nothing (but what FATES names).
-GROUP_FATES: dict[str, Fate] = {
-    "cors": Fate(IGNORED, "no CORS headers: a browser client needs them from the proxy"),
-    "healthcheck": Fate(
-        IGNORED, "GET /healthcheck is always served (the database's state, no switches)"
-    ),
-    "mdns": Fate(IGNORED, "Inspector is not published over multicast DNS"),
-    "service_catalog": Fate(
-        IGNORED, "ironic-inspector looked itself up only to publish itself over mDNS"
-    ),
-    "ssl": Fate(IGNORED, "only meant with [DEFAULT] use_ssl (refused)"),
-    "swift": Fate(
-        IGNORED,
-        "introspection data stays in Inspector's database ([processing] store_data = "
-        "swift is refused)",
-    ),
-    "exception": Fate(IGNORED, "ironic-lib's exception formatting, not used"),
-    "ironic_lib": Fate(IGNORED, "ironic-lib's exception formatting, not used"),
-    "oslo_messaging_kafka": Fate(IGNORED, "Kafka is not a queue Inspector uses"),
-    "oslo_messaging_notifications": Fate(
-        IGNORED, "ironic-inspector 12.5 sent no notifications; Inspector's are [notifications]"
-    ),
-    "oslo_messaging_rabbit": Fate(
-        IGNORED,
-        "the work queue (kombu) does not read it; the firewall channel's oslo.messaging "
-        "does, from the --config-file files",
-    ),
-}
-
-#: Groups a library reads whole, with the options its plugins add (auth plugins).
-LIBRARY_GROUPS: dict[str, Fate] = {
-    "ironic": Fate(
-        HONOURED,
-        "keystoneauth's session, adapter and auth options, and those of the auth_type's "
-        "plugin, as they are",
-    ),
-    "keystone_authtoken": Fate(HONOURED, "keystonemiddleware's, as they are"),
-    "oslo_policy": Fate(HONOURED, "oslo.policy's, as they are"),
-}
-
-#: What differs in options that are ours too.
-NOTES: dict[tuple[str, str], str] = {
-    ("DEFAULT", "listen_address"): "default 127.0.0.1 (ironic-inspector: ::)",
-    ("DEFAULT", "timeout"): "default 900 s (ironic-inspector: 3600), above 900 s a warning; "
-    "0 (never) is refused",
-    ("DEFAULT", "clean_up_period"): "default 30 s (ironic-inspector: 60); 0 (never) is refused",
-    ("DEFAULT", "auth_strategy"): "`inspector all` defaults to noauth",
-    ("DEFAULT", "host"): "names this process in the DLM's groups and leader elections",
-    ("coordination", "backend_url"): "default memory:// (ironic-inspector: "
-    "memcached://localhost:11211); memcached:// by `inspector all`, and by `inspector api` "
-    "+ `inspector worker` only with [coordination] single_host = true",
-    ("pxe_filter", "driver"): "default noop (ironic-inspector: iptables)",
-    ("processing", "store_data"): "none or database; swift is refused",
-    ("database", "max_pool_size"): f"default {database.MAX_POOL_SIZE} (oslo.db: 5), for "
-    "each of a process's two pools",
-    ("database", "max_overflow"): f"default {database.MAX_OVERFLOW} (oslo.db: 50), for each "
-    "of a process's two pools",
-    ("pxe_filter", "sync_period"): "0 to 30 s (more is refused), 0 disables",
-    ("DEFAULT", "introspection_delay"): "the least time between two power-ons, now "
-    "across the cluster",
-}
-
-
-def fate(group: str, name: str, known: "Known") -> Fate | None:
-    """What Inspector does with ironic-inspector's option [group] name (its name or one
-    of its old names); None when nothing here knows it."""
-    name = name.replace("-", "_")
-    explicit = FATES.get((group, name))
-    if explicit is not None:
-        return explicit
-    ours = known.get((group, name))
-    if ours == (group, name):
-        return Fate(HONOURED, NOTES.get((group, name), "as is"))
-    if ours is not None:
-        note = NOTES.get((group, name))
-        return Fate(MAPPED, f"read as [{ours[0]}] {ours[1]}" + (f", {note}" if note else ""))
-    return LIBRARY_GROUPS.get(group) or GROUP_FATES.get(group)
-
-
-#: (group, name) of an option (its name, or an old name) -> the option's (group, name).
-Known = dict[tuple[str, str], tuple[str, str]]
-
-
-def known_options(groups: Iterable[tuple[str, Sequence[cfg.Opt]]]) -> Known:
-    """Every name (old names too) of the options in `groups`, to the option's own."""
-    known: Known = {}
-    for group, opts in groups:
-        for opt in opts:
-            own = (group, opt.dest)
-            known[own] = own
-            for old in opt.deprecated_opts:
-                old_group = _section(old.group or group)
-                known[(old_group, (old.name or opt.dest).replace("-", "_"))] = own
-    return known
 
 
 # ----------------------------------------------------------------- the transport URL
@@ -424,11 +207,6 @@ def refusals(conf: cfg.ConfigOpts, role: str) -> list[str]:
 # ----------------------------------------------------------------- what nothing reads
 
 
-def _section(name: str) -> str:
-    """A file's section as oslo.config names the group."""
-    return name if name == "DEFAULT" else name.lower()
-
-
 def config_files(conf: cfg.ConfigOpts) -> list[str]:
     """The files oslo.config read: --config-file (or the default files), then each
     --config-dir's *.conf in name order."""
@@ -447,9 +225,9 @@ def set_in_files(conf: cfg.ConfigOpts) -> dict[tuple[str, str], str]:
             cfg.ConfigParser(path, sections).parse()
         except (OSError, cfg.ParseError):
             continue  # oslo.config already said so, or read it
-        for section, values in sections.items():
+        for header, values in sections.items():
             for key in values:
-                found[_section(section), key.replace("-", "_")] = path
+                found[section(header), key.replace("-", "_")] = path
     return found
 
 
@@ -488,7 +266,7 @@ def render_table(options: Iterable[tuple[str, str, Sequence[str]]], known: Known
     for group, name, old in options:
         found = fate(group, name, known)
         if found is None:
-            raise ValueError(f"[{group}] {name}: no fate (add it to inspector/conf/compat.py)")
+            raise ValueError(f"[{group}] {name}: no fate (add it to inspector/conf/fates.py)")
         label = f"`{name}`" + (f" (old name {', '.join(f'`{o}`' for o in old)})" if old else "")
         by_group.setdefault(group, []).append((label, found))
     lines: list[str] = []

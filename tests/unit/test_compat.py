@@ -76,7 +76,7 @@ def test_every_upstream_option_and_old_name_has_a_fate():
             old_group, old_option = old_name[1:].split("] ")
             if compat.fate(old_group, old_option, known) is None:
                 missing.append(old_name)
-    assert not missing, f"no fate in inspector/conf/compat.py: {missing}"
+    assert not missing, f"no fate in inspector/conf/fates.py: {missing}"
 
 
 def test_the_docs_table_is_current():
@@ -265,7 +265,7 @@ def test_no_option_of_our_sample_is_warned_about():
     for line in config_cmd.render_sample().splitlines():
         header = re.match(r"^\[(\w+)\]$", line)
         if header:
-            group = compat._section(header[1])
+            group = compat.section(header[1])
         option = re.match(r"^#(\w+) = ", line)
         if option:
             seen += 1
