@@ -71,7 +71,7 @@ class _Redacting:
 
     def format(self, record: logging.LogRecord):
         formatted = super().format(record)
-        summary = formatters._get_error_summary(record)  # the one oslo.log just added
+        summary = error_summary(record)  # the one oslo.log just added
         if not summary:
             return formatted
         masked = redaction.mask_traceback(summary)
@@ -83,6 +83,15 @@ class _Redacting:
         if isinstance(self, formatters.JSONFormatter):
             return formatted.replace(json.dumps(summary)[1:-1], json.dumps(masked)[1:-1])
         return formatted.replace(summary, masked)
+
+
+def error_summary(record: logging.LogRecord) -> str:
+    """The `error summary` oslo.log's formatters add to record's line: the exception
+    being handled (or the record's own), for a WARNING or worse; "" otherwise.
+
+    oslo.log's `formatters._get_error_summary(record)` is private: this is the one
+    place that uses it, and tests/unit/test_logging.py fails if oslo.log changes it."""
+    return formatters._get_error_summary(record)
 
 
 #: The formatters that format exceptions themselves.

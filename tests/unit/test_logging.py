@@ -5,6 +5,7 @@ command, the journal, syslog), how (use_json, the context format), what levels
 handlers, the masking of credentials, in messages and in the exceptions oslo.log's
 formatters format themselves."""
 
+import inspect
 import json
 import logging
 import os
@@ -15,10 +16,12 @@ import textwrap
 import types
 
 import pytest
+from oslo_log import formatters as oslo_formatters
 from oslo_log import handlers as oslo_handlers
 
 from inspector import conf as config
 from inspector import request_context
+from inspector.api import logs
 from inspector.api.logs import setup_logging
 from inspector.cmd import config_cmd
 from inspector.errors import ConfigError
@@ -90,6 +93,26 @@ def test_every_line_is_masked_and_shows_the_request(tmp_path):
     [warning] = [line for line in lines if "Retrying the connection" in line]
     # oslo.log's error summary: the exception being handled, masked as well.
     assert warning.endswith("RuntimeError: cannot reach rabbit://inspector:***@127.0.0.1/")
+
+
+def test_the_error_summary_shim_fits_oslo_log():
+    """logs.error_summary is oslo.log's private formatters._get_error_summary(record):
+    this fails if oslo.log renames it, changes its parameters or what it returns."""
+    private = getattr(oslo_formatters, "_get_error_summary", None)
+    assert callable(private), "oslo.log lost _get_error_summary: see inspector/api/logs.py"
+    assert list(inspect.signature(private).parameters) == ["record"]
+
+    def record(level: int) -> logging.LogRecord:
+        return LOG.makeRecord(LOG.name, level, __file__, 1, "message", (), None)
+
+    try:
+        raise RuntimeError("the one being handled")
+    except RuntimeError:
+        assert logs.error_summary(record(logging.WARNING)) == (
+            "RuntimeError: the one being handled"
+        )
+        assert logs.error_summary(record(logging.INFO)) == ""
+    assert not logs.error_summary(record(logging.ERROR))  # nothing being handled
 
 
 def test_use_json_writes_a_json_document_a_line_masked(tmp_path):
