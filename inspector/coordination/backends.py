@@ -3,7 +3,7 @@ to driver class (one module each under inspector.coordination.drivers), and why 
 cannot serve."""
 
 import importlib.util
-import threading
+from typing import Any
 
 from inspector.coordination.base import Coordinator, Lease
 from inspector.coordination.drivers.common import ToozCoordinator
@@ -65,28 +65,14 @@ def with_lease(url: str, lease_seconds: int) -> str:
     return driver.with_lease(url, lease_seconds)
 
 
-def connect(
-    url: str,
-    member_id: str,
-    *,
-    max_retries: int = 10,
-    retry_interval: float = 2.0,
-    shutdown: threading.Event | None = None,
-    lease_seconds: int = 3,
-) -> Coordinator:
+def connect(url: str, member_id: str, **options: Any) -> Coordinator:
     """The coordinator for url (not started yet); ConfigError when url's DLM cannot
-    serve (see `unsupported`)."""
+    serve (see `unsupported`). options: a tooz driver's (ToozCoordinator: max_retries,
+    retry_interval, shutdown, lease_seconds); memory:// has none."""
     problem = unsupported(url)
     if problem:
         raise ConfigError(problem)
     driver = DRIVERS[scheme_of(url)]
     if driver.is_single_process:
         return driver(member_id)
-    return driver(
-        url,
-        member_id,
-        max_retries=max_retries,
-        retry_interval=retry_interval,
-        shutdown=shutdown,
-        lease_seconds=lease_seconds,
-    )
+    return driver(url, member_id, **options)
