@@ -62,16 +62,20 @@ def service_url(variable: str, service: str) -> str:
     return url
 
 
-@pytest.fixture(scope="session")
-def postgresql_admin() -> Iterator[Engine]:
-    """An autocommit engine on the server named by INSPECTOR_TEST_POSTGRESQL_URL."""
-    raw = os.environ.get(POSTGRESQL_ENV)
-    if not raw:
-        service_unavailable(
-            f"{POSTGRESQL_ENV} is not set: scripts/services start postgresql, "
-            'then eval "$(scripts/services env)"'
-        )
-    url = make_url(raw)
+#: The database servers the tests use: the variable naming each, the service that
+#: scripts/services starts, and how messages name it.
+SERVERS = {
+    "postgresql": (POSTGRESQL_ENV, "postgresql", "PostgreSQL"),
+    "mysql": (MYSQL_ENV, "mariadb", "MariaDB"),
+}
+#: What DROP DATABASE takes to end the sessions a failed test left (PostgreSQL 13+).
+DROP_FORCE = {"postgresql": " WITH (FORCE)"}
+
+
+def _admin_engine(backend: str) -> Iterator[Engine]:
+    """An autocommit engine on the server of `backend`, once it answered."""
+    variable, service, name = SERVERS[backend]
+    url = make_url(service_url(variable, service))
     engine = sqlalchemy.create_engine(
         url,
         poolclass=NullPool,
@@ -84,54 +88,7 @@ def postgresql_admin() -> Iterator[Engine]:
     except exc.DBAPIError as error:
         engine.dispose()
         service_unavailable(
-            f"PostgreSQL at {url.render_as_string(hide_password=True)} "
-            f"does not answer: {error.orig}"
-        )
-    yield engine
-    engine.dispose()
-
-
-@pytest.fixture
-def postgresql_url(postgresql_admin: Engine) -> Iterator[str]:
-    """The URL of a new, empty database, dropped after the test."""
-    name = f"inspector_test_{uuid.uuid4().hex[:12]}"
-    with postgresql_admin.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-    url: URL = postgresql_admin.url.set(database=name)
-    try:
-        yield url.render_as_string(hide_password=False)
-    finally:
-        with postgresql_admin.connect() as connection:
-            # FORCE: a test that failed may have left a connection open.
-            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-
-
-@pytest.fixture
-def postgresql_store(postgresql_url: str):
-    """A Store on a new PostgreSQL database, its schema upgraded."""
-    schema.upgrade(postgresql_url)
-    db = Store.from_url(postgresql_url)
-    yield db
-    db.close()
-
-
-@pytest.fixture(scope="session")
-def mysql_admin() -> Iterator[Engine]:
-    """An autocommit engine on the server named by INSPECTOR_TEST_MYSQL_URL (MariaDB)."""
-    url = make_url(service_url(MYSQL_ENV, "mariadb"))
-    engine = sqlalchemy.create_engine(
-        url,
-        poolclass=NullPool,
-        isolation_level="AUTOCOMMIT",
-        connect_args={"connect_timeout": 5},
-    )
-    try:
-        with engine.connect() as connection:
-            connection.execute(text("SELECT 1"))
-    except exc.DBAPIError as error:
-        engine.dispose()
-        service_unavailable(
-            f"MariaDB at {url.render_as_string(hide_password=True)} does not answer: {error.orig}"
+            f"{name} at {url.render_as_string(hide_password=True)} does not answer: {error.orig}"
         )
     yield engine
     engine.dispose()
@@ -166,30 +123,58 @@ def end_connections(admin: Engine, database: str) -> int:
         return ended
 
 
-@pytest.fixture
-def mysql_url(mysql_admin: Engine) -> Iterator[str]:
-    """The URL of a new, empty database on MariaDB, dropped after the test (the test
-    user may create any database named inspector_test*)."""
+def _new_database(admin: Engine) -> Iterator[str]:
+    """The URL of a new, empty database on `admin`'s server, dropped after the test (the
+    test user may create any database named inspector_test*)."""
     name = f"inspector_test_{uuid.uuid4().hex[:12]}"
-    with mysql_admin.connect() as connection:
-        connection.execute(text(f"CREATE DATABASE `{name}`"))
-    url: URL = mysql_admin.url.set(database=name)
+    quoted = admin.dialect.identifier_preparer.quote_identifier(name)
+    with admin.connect() as connection:
+        connection.execute(text(f"CREATE DATABASE {quoted}"))
+    url: URL = admin.url.set(database=name)
     try:
         yield url.render_as_string(hide_password=False)
     finally:
-        # A test that failed may have left a transaction open: DROP would wait on it.
-        end_connections(mysql_admin, name)
-        with mysql_admin.connect() as connection:
-            connection.execute(text(f"DROP DATABASE IF EXISTS `{name}`"))
+        backend = admin.dialect.name
+        if backend not in DROP_FORCE:
+            # A test that failed may have left a transaction open: DROP would wait on it.
+            end_connections(admin, name)
+        with admin.connect() as connection:
+            connection.execute(
+                text(f"DROP DATABASE IF EXISTS {quoted}{DROP_FORCE.get(backend, '')}")
+            )
 
 
-@pytest.fixture
-def mysql_store(mysql_url: str):
-    """A Store on a new MariaDB database, its schema upgraded."""
-    schema.upgrade(mysql_url)
-    db = Store.from_url(mysql_url)
+def _store(url: str) -> Iterator[Store]:
+    """A Store on `url`, its schema upgraded; closed after the test."""
+    schema.upgrade(url)
+    db = Store.from_url(url)
     yield db
     db.close()
+
+
+def _server_fixtures(backend: str):
+    """`<backend>_admin`: an autocommit engine on the server, for the session;
+    `<backend>_url`: a new, empty database on it per test, dropped after the test;
+    `<backend>_store`: a Store on that database, its schema upgraded."""
+
+    @pytest.fixture(scope="session", name=f"{backend}_admin")
+    def admin() -> Iterator[Engine]:
+        yield from _admin_engine(backend)
+
+    @pytest.fixture(name=f"{backend}_url")
+    def url(request: pytest.FixtureRequest) -> Iterator[str]:
+        yield from _new_database(request.getfixturevalue(f"{backend}_admin"))
+
+    @pytest.fixture(name=f"{backend}_store")
+    def store(request: pytest.FixtureRequest) -> Iterator[Store]:
+        yield from _store(request.getfixturevalue(f"{backend}_url"))
+
+    return admin, url, store
+
+
+#: PostgreSQL (INSPECTOR_TEST_POSTGRESQL_URL) and MariaDB (INSPECTOR_TEST_MYSQL_URL).
+postgresql_admin, postgresql_url, postgresql_store = _server_fixtures("postgresql")
+mysql_admin, mysql_url, mysql_store = _server_fixtures("mysql")
 
 
 #: The server databases the store's generic tests run on, each with its marks.
@@ -213,12 +198,17 @@ def server_admin(request: pytest.FixtureRequest, server_url: str) -> Engine:
 
 
 @pytest.fixture
-def server_store(server_url: str):
+def server_store(server_url: str) -> Iterator[Store]:
     """A Store on a new database of each server in turn, its schema upgraded."""
-    schema.upgrade(server_url)
-    db = Store.from_url(server_url)
-    yield db
-    db.close()
+    yield from _store(server_url)
+
+
+@pytest.fixture(params=["sqlite", *SERVER_DATABASES])
+def database_url(request: pytest.FixtureRequest, tmp_path) -> str:
+    """A new, empty database on each database in turn: SQLite, PostgreSQL, MariaDB."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'inspector.sqlite'}"
+    return request.getfixturevalue(f"{request.param}_url")
 
 
 @pytest.fixture(scope="session")
