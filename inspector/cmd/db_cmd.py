@@ -7,9 +7,10 @@ from inspector import conf as config
 from inspector import errors, store
 from inspector.api import schemas
 from inspector.api.logs import setup_logging
+from inspector.migration import importer
+from inspector.migration.ironic_inspector_db import Source
 from inspector.processing import rule_schema
-from inspector.store import importer, schema
-from inspector.store.ironic_inspector_db import Source
+from inspector.store import schema
 
 
 def add_parsers(commands) -> None:

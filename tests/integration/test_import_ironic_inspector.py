@@ -27,8 +27,8 @@ from sqlalchemy.pool import NullPool
 
 from bench.fleet import peer
 from inspector import cmd
+from inspector.migration.ironic_inspector_db import FINAL_REVISION, NODES, Source
 from inspector.store import Store, schema
-from inspector.store.ironic_inspector_db import FINAL_REVISION, NODES, Source
 from tests.conftest import IronicAPI, service_unavailable
 from tests.integration.cluster import (
     free_port,

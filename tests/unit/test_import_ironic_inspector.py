@@ -17,16 +17,16 @@ from sqlalchemy import exc as sa_exc
 
 from inspector import cmd
 from inspector.machine import ABORT_REASON
-from inspector.processing import lookup as processing_lookup
-from inspector.store import Store, importer, schema
-from inspector.store import import_mapping as mapping
-from inspector.store.import_mapping import Outcome, Status
-from inspector.store.ironic_inspector_db import (
+from inspector.migration import importer, mapping
+from inspector.migration.ironic_inspector_db import (
     FINAL_REVISION,
     Source,
     SourceNode,
     SourceUnusable,
 )
+from inspector.migration.mapping import Outcome, Status
+from inspector.processing import lookup as processing_lookup
+from inspector.store import Store, schema
 
 #: What `ironic-inspector-dbsync upgrade` (12.5.0) creates on SQLite.
 UPSTREAM_SCHEMA = """

@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from inspector.machine import ABORT_REASON, State
-from inspector.store.ironic_inspector_db import SourceNode
+from inspector.migration.ironic_inspector_db import SourceNode
 
 #: ironic-inspector's states that are ours too, with the same meaning. `waiting` waits
 #: for the ramdisk, which will post to whichever service answers: it stays waiting.

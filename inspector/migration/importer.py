@@ -14,8 +14,8 @@ from sqlalchemy import CursorResult, delete, update
 from sqlalchemy.orm import Session
 
 from inspector import errors
-from inspector.store import lookup, rules
-from inspector.store.import_mapping import (
+from inspector.migration.ironic_inspector_db import Source, SourceNode, SourceRule
+from inspector.migration.mapping import (
     WRITES,
     Outcome,
     Report,
@@ -29,9 +29,8 @@ from inspector.store.import_mapping import (
     node_detail,
     wanted_attributes,
 )
-from inspector.store.ironic_inspector_db import Source, SourceNode, SourceRule
+from inspector.store import Store, lookup, rules
 from inspector.store.models import IntrospectionData, Node
-from inspector.store.store import Store
 
 LOG = logging.getLogger(__name__)
 
