@@ -9,7 +9,6 @@ import collections
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime
 
 import pytest
 from alembic.autogenerate import compare_metadata
@@ -19,7 +18,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 
 from inspector import errors
-from inspector.store import Store, create_engine, default_url, nodes, schema, singletons, utcnow
+from inspector.store import Store, create_engine, nodes, schema, singletons, utcnow
 from inspector.store.models import Node, metadata
 
 NODE = "1be26c0b-03f2-4d2e-ae87-c02d7f33c123"
@@ -28,19 +27,6 @@ POSTGRESQL = [pytest.mark.postgresql, pytest.mark.integration]
 MYSQL = [pytest.mark.mysql, pytest.mark.integration]
 #: Seconds a test waits for a condition before failing.
 DEADLINE = 30
-
-
-@pytest.fixture(
-    params=[
-        "sqlite",
-        pytest.param("postgresql", marks=POSTGRESQL),
-        pytest.param("mysql", marks=MYSQL),
-    ],
-)
-def database_url(request, tmp_path) -> str:
-    if request.param == "sqlite":
-        return default_url(tmp_path)
-    return request.getfixturevalue(f"{request.param}_url")
 
 
 @pytest.fixture
@@ -166,18 +152,6 @@ def test_constraint_names_follow_the_naming_convention(database_url):
     assert "fk_attributes_node_uuid_nodes" in expected["attributes"]
 
 
-def test_compare_and_swap_on_a_server(store):
-    store.create_node(NODE, "starting")
-    stale = store.get_node(NODE)
-    assert store.set_state(NODE, stale.version, "waiting") == 2
-    with pytest.raises(errors.NodeBusy):
-        store.set_state(NODE, stale.version, "error", error="timeout")
-    node = store.get_node(NODE)
-    assert (node.state, node.version, node.error) == ("waiting", 2, None)
-    with pytest.raises(errors.NotFound):
-        store.set_state("00000000-0000-0000-0000-000000000000", 1, "waiting")
-
-
 #: Sessions of the current database waiting for a lock, per server.
 LOCK_WAITERS = {
     "postgresql": "SELECT count(*) FROM pg_stat_activity "
@@ -228,50 +202,6 @@ def test_concurrent_writers_on_one_version_only_one_wins(store):
             blocked.result(timeout=DEADLINE)
     node = store.get_node(NODE)
     assert (node.state, node.version, node.error) == ("processing", 2, None)
-
-
-def test_apply_writes_the_state_and_its_request_atomically(store):
-    from inspector.errors import Conflict, NodeBusy  # noqa: PLC0415
-    from inspector.store import Change  # noqa: PLC0415
-
-    # PostgreSQL: one statement; MariaDB: a transaction (transitions.apply).
-    assert store._one_statement_swap == (store.engine.dialect.name == "postgresql")
-    node = store.apply(Change(NODE, None, "r1", "inspect", None, "starting"))
-    moved = store.apply(Change(NODE, node.version, "r2", "wait", "starting", "waiting"), node)
-    assert moved.version == node.version + 1
-    assert store.get_node(NODE) == moved
-    assert store.find_request("r2").version == moved.version
-    # A stale version writes nothing, neither the state nor the request row.
-    with pytest.raises(NodeBusy):
-        store.apply(Change(NODE, node.version, "r3", "abort", "waiting", "error"), node)
-    assert store.find_request("r3") is None
-    assert store.get_node(NODE).state == "waiting"
-    # A request id seen before is refused, and the state is left as it was.
-    current = store.get_node(NODE)
-    with pytest.raises(Conflict):
-        store.apply(Change(NODE, current.version, "r2", "abort", "waiting", "error"), current)
-    assert store.get_node(NODE) == current
-
-
-def test_create_writes_the_node_and_its_request_atomically(store):
-    from inspector.errors import Conflict  # noqa: PLC0415
-    from inspector.store import Change  # noqa: PLC0415
-
-    at = datetime(2026, 1, 2, 3, 4, 5)
-    change = Change(NODE, None, "r1", "inspect", None, "starting", started_at=at, error=None)
-    node = store.apply(change)
-    assert store.get_node(NODE) == node
-    assert (node.version, node.started_at, node.manage_boot) == (1, at, True)
-    assert store.find_request("r1").version == 1
-    # The node exists: nothing is written, not even the request row.
-    with pytest.raises(Conflict):
-        store.apply(Change(NODE, None, "r2", "inspect", None, "starting"))
-    assert store.find_request("r2") is None
-    # The request id was seen: no node is created.
-    with pytest.raises(Conflict):
-        store.apply(Change(OTHER, None, "r1", "inspect", None, "starting"))
-    with pytest.raises(errors.NotFound):
-        store.get_node(OTHER)
 
 
 def test_a_transaction_reads_what_others_committed_since_it_began(store):

@@ -1,8 +1,9 @@
-"""The store on SQLite: nodes, compare-and-swap, cascades, pragmas, error wrapping."""
+"""The store on SQLite: sessions, cascades, pragmas, URLs, error wrapping (the contract of
+its operations on every database: tests/contract/test_store.py)."""
 
 import os
 from collections.abc import Iterator
-from datetime import datetime, timedelta
+from datetime import datetime
 
 import pytest
 from sqlalchemy import delete, func, select
@@ -18,25 +19,9 @@ OTHER = "2be26c0b-03f2-4d2e-ae87-c02d7f33c124"
 T0 = datetime(2026, 1, 2, 3, 4, 5, 678901)
 
 
-class FakeClock:
-    def __init__(self, now: datetime = T0) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
-
-
 @pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def store(tmp_path, clock) -> Iterator[Store]:
-    store = Store.from_url(default_url(tmp_path / "state"), clock=clock)
+def store(tmp_path) -> Iterator[Store]:
+    store = Store.from_url(default_url(tmp_path / "state"))
     metadata.create_all(store.engine)
     yield store
     store.close()
@@ -47,74 +32,6 @@ def test_default_url_creates_the_directory(tmp_path):
     url = default_url(state_path)
     assert url == f"sqlite:///{state_path}/inspector.sqlite"
     assert os.path.isdir(state_path)
-
-
-def test_create_and_get_node(store):
-    created = store.create_node(NODE, "starting", started_at=T0, manage_boot=False)
-    node = store.get_node(NODE)
-    assert node == created
-    assert node.uuid == NODE
-    assert node.state == "starting"
-    assert node.version == 1
-    assert node.started_at == T0
-    assert node.finished_at is None
-    assert node.error is None
-    assert node.manage_boot is False
-    assert node.updated_at == T0
-
-
-def test_manage_boot_defaults_to_true(store):
-    assert store.create_node(NODE, "starting").manage_boot is True
-    assert store.get_node(NODE).manage_boot is True
-
-
-def test_create_existing_node_is_conflict(store):
-    store.create_node(NODE, "starting")
-    with pytest.raises(errors.Conflict):
-        store.create_node(NODE, "waiting")
-    assert store.get_node(NODE).state == "starting"
-
-
-def test_get_missing_node_is_not_found(store):
-    with pytest.raises(errors.NotFound, match=NODE):
-        store.get_node(NODE)
-
-
-def test_set_state_swaps_and_bumps_the_version(store, clock):
-    store.create_node(NODE, "starting", started_at=T0)
-    clock.advance(10)
-    assert store.set_state(NODE, 1, "waiting") == 2
-    node = store.get_node(NODE)
-    assert (node.state, node.version, node.updated_at) == ("waiting", 2, clock.now)
-    assert node.started_at == T0  # not given: left as it was
-    assert store.set_state(NODE, 2, "error", error="boom", finished_at=clock.now) == 3
-    node = store.get_node(NODE)
-    assert (node.state, node.version, node.error) == ("error", 3, "boom")
-    assert node.finished_at == clock.now
-
-
-def test_set_state_none_clears_a_column(store):
-    store.create_node(NODE, "error")
-    store.set_state(NODE, 1, "error", error="boom")
-    store.set_state(NODE, 2, "starting", error=None, finished_at=None)
-    assert store.get_node(NODE).error is None
-
-
-def test_stale_version_raises_node_busy_and_changes_nothing(store):
-    store.create_node(NODE, "waiting")
-    first = store.get_node(NODE)
-    second = store.get_node(NODE)  # a second writer read the same version
-    assert store.set_state(NODE, first.version, "processing") == 2
-    with pytest.raises(errors.NodeBusy) as raised:
-        store.set_state(NODE, second.version, "error", error="timeout")
-    assert raised.value.retryable
-    node = store.get_node(NODE)
-    assert (node.state, node.version, node.error) == ("processing", 2, None)
-
-
-def test_set_state_of_missing_node_is_not_found(store):
-    with pytest.raises(errors.NotFound):
-        store.set_state(NODE, 1, "waiting")
 
 
 def test_session_rolls_back_on_error(store):

@@ -1,6 +1,6 @@
-"""The store's hot paths on SQLite: prepared statements (values as SQLAlchemy returns them,
-errors wrapped, a dropped connection retried once), the ramdisk lookup with its nodes in
-one query, and the one-statement data upsert."""
+"""Prepared statements on SQLite: values as SQLAlchemy returns them, positional parameters,
+errors wrapped, a dropped connection invalidated and retried once, writes committed; the
+upserts' text."""
 
 from datetime import datetime
 
@@ -97,31 +97,6 @@ def test_store_retries_a_dropped_connection(store):
     assert store.get_node(NODE).state == "waiting"
 
 
-def test_lookup_nodes_counts_matches_and_reads_the_nodes(store):
-    store.create_node(NODE, "waiting", started_at=T0)
-    store.create_node(OTHER, "finished")
-    store.set_attributes(NODE, {"mac": ["aa:bb:cc:dd:ee:01"], "bmc_address": ["10.0.0.1"]})
-    store.set_attributes(OTHER, {"mac": ["aa:bb:cc:dd:ee:02"]})
-    wanted = {"mac": ["AA:BB:CC:DD:EE:01", "aa:bb:cc:dd:ee:02"], "bmc_address": ["10.0.0.1"]}
-    found = store.lookup_nodes(wanted)
-    assert found == {NODE: (2, store.get_node(NODE)), OTHER: (1, store.get_node(OTHER))}
-    assert {uuid: count for uuid, (count, _) in found.items()} == store.lookup(wanted)
-
-
-def test_lookup_nodes_without_attributes_or_matches(store):
-    assert store.lookup_nodes({"mac": [], "bmc_address": []}) == {}
-    assert store.lookup_nodes({"mac": ["aa:bb:cc:dd:ee:01"]}) == {}
-
-
-def test_store_data_inserts_then_replaces(store):
-    store.create_node(NODE, "waiting")
-    store.store_data(NODE, {"a": 1}, processed=False)
-    store.store_data(NODE, {"b": 2}, processed=True)
-    store.store_data(NODE, {"a": 3}, processed=False)
-    assert store.get_data(NODE, processed=False) == {"a": 3}
-    assert store.get_data(NODE, processed=True) == {"b": 2}
-
-
 def test_a_write_is_committed_and_counts_its_rows(store):
     store.create_node(NODE, "waiting")
     nodes = Node.__table__
@@ -147,30 +122,6 @@ def test_a_constant_bound_in_the_statement_is_refused(store):
     statement = update(nodes).values(version=nodes.c.version + 1)
     with pytest.raises(ValueError, match="constants"):
         Prepared(store.engine, statement)
-
-
-def test_load_reads_node_and_request_in_one_row(store):
-    assert store.load(NODE, "req-1") == (None, None)
-    store.create_node(NODE, "starting", started_at=T0)
-    node, seen = store.load(NODE, "req-1")
-    assert node == store.get_node(NODE) and seen is None
-    store.reject(NODE, "req-1", "continue", "starting", "not now")
-    node, seen = store.load(NODE, "req-1")
-    assert node.uuid == NODE
-    assert (seen.request_id, seen.node_uuid, seen.status) == ("req-1", NODE, "rejected")
-    store.delete_node(NODE)
-    assert store.load(NODE, "req-1") == (None, None)
-
-
-def test_save_snapshot_inserts_then_replaces(store):
-    store.create_node(NODE, "starting")
-    store.save_snapshot(NODE, {"uuid": NODE, "name": "a"}, None)
-    first = store.snapshot(NODE)
-    assert (first.node, first.ports, first.taken_at) == ({"uuid": NODE, "name": "a"}, None, T0)
-    store.save_snapshot(NODE, {"uuid": NODE, "name": "b"}, [{"address": "aa:bb:cc:dd:ee:01"}])
-    second = store.snapshot(NODE)
-    assert second.node["name"] == "b"
-    assert second.ports == [{"address": "aa:bb:cc:dd:ee:01"}]
 
 
 def test_upserts_name_every_column_once():
