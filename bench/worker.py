@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 from inspector.broker.message import Request  # noqa: E402
 from inspector.broker.queue import WorkQueue  # noqa: E402
 from inspector.coordination import connect  # noqa: E402
-from inspector.store import Store, schema  # noqa: E402
+from inspector.store import Change, Store, schema  # noqa: E402
 
 DEADLINE = 300.0  # seconds any one scenario may take before the bench gives up
 
@@ -118,12 +118,15 @@ def part_lock(redis_url, count):
 
 def part_cas(database_url, count):
     store = Store.from_url(database_url)
-    node = str(uuid.uuid4())
-    store.create_node(node, "waiting")
-    version = [store.get_node(node).version]
+    # The worker's compare-and-swap: the state with its request row (Store.apply).
+    node = [store.apply(Change(str(uuid.uuid4()), None, "bench", "inspect", None, "waiting"))]
 
-    def once(_index):
-        version[0] = store.set_state(node, version[0], "waiting")
+    def once(index):
+        current = node[0]
+        change = Change(
+            current.uuid, current.version, f"bench-{index}", "wait", "waiting", "waiting"
+        )
+        node[0] = store.apply(change, current)
 
     try:
         return per_op_ms(count, once)

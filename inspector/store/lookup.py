@@ -88,14 +88,6 @@ def _counts(attributes: dict[str, list[str]]):
     )
 
 
-def matches(connection: Connection, attributes: dict[str, list[str]]) -> dict[str, int]:
-    """node uuid -> how many of `attributes` point at it (one query)."""
-    statement = _counts(attributes)
-    if statement is None:
-        return {}
-    return {node_uuid: count for node_uuid, count in connection.execute(statement)}
-
-
 def candidates(
     connection: Connection, attributes: dict[str, list[str]]
 ) -> dict[str, tuple[int, NodeRecord]]:

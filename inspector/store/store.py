@@ -31,7 +31,7 @@ from inspector.store import (
 )
 from inspector.store import engine as engines
 from inspector.store.coalesce import Coalescer
-from inspector.store.nodes import UNSET, NodeRecord, Unset
+from inspector.store.nodes import NodeRecord
 from inspector.store.outbox import NotificationRecord
 from inspector.store.prepared import Prepared
 from inspector.store.requests import RequestRecord
@@ -164,25 +164,6 @@ class Store:
 
     dispose = close
 
-    def create_node(
-        self,
-        uuid: str,
-        state: str,
-        *,
-        started_at: datetime | None = None,
-        manage_boot: bool = True,
-    ) -> NodeRecord:
-        """Insert a node at version 1; Conflict when it already exists."""
-        with self.session() as session:
-            return nodes.create(
-                session,
-                uuid,
-                state,
-                now=self.clock(),
-                started_at=started_at,
-                manage_boot=manage_boot,
-            )
-
     def get_node(self, uuid: str) -> NodeRecord:
         """The node's current row; NotFound when there is none. One statement, no
         transaction around it, prepared once: status reads are the API's hottest path.
@@ -202,29 +183,6 @@ class Store:
             return {} if row is None else {uuids[0]: row}
         rows = self._retried(lambda: self._read_nodes.all(uuids=list(uuids)))
         return {row["uuid"]: row for row in rows}
-
-    def set_state(
-        self,
-        node_uuid: str,
-        expected_version: int,
-        new_state: str,
-        *,
-        error: str | Unset | None = UNSET,
-        started_at: datetime | Unset | None = UNSET,
-        finished_at: datetime | Unset | None = UNSET,
-    ) -> int:
-        """Compare-and-swap the state; the new version, or NodeBusy / NotFound."""
-        with self.session() as session:
-            return nodes.set_state(
-                session,
-                node_uuid,
-                expected_version,
-                new_state,
-                now=self.clock(),
-                error=error,
-                started_at=started_at,
-                finished_at=finished_at,
-            )
 
     def apply(self, change: Change, previous: NodeRecord | None = None) -> NodeRecord:
         """Commit a state change and its request row in one transaction.
@@ -352,10 +310,6 @@ class Store:
         with self.session() as session:
             return lookup.attributes_of(session, node_uuid)
 
-    def lookup(self, attributes: dict[str, list[str]]) -> dict[str, int]:
-        """node uuid -> number of matching attributes, for the nodes any of them names."""
-        return self._read(lookup.matches, attributes)
-
     def lookup_nodes(self, attributes: dict[str, list[str]]) -> dict[str, tuple[int, NodeRecord]]:
         """node uuid -> (number of matching attributes, the node as read), in one query."""
         if self._candidates is None:
@@ -449,9 +403,6 @@ class Store:
         """A new leadership term for `kind`, fencing off every earlier one."""
         marker = singletons.leader_marker(kind)
         return self._write(singletons.set_mark, marker, holder, self.clock())
-
-    def holds_leadership(self, kind: str, term: int) -> bool:
-        return self._read(singletons.holds, kind, term)
 
     def leadership(self, kind: str) -> MarkRecord | None:
         return self.mark(singletons.leader_marker(kind))

@@ -29,6 +29,7 @@ from bench.fleet import peer
 from inspector import cmd
 from inspector.migration.ironic_inspector_db import FINAL_REVISION, NODES, Source
 from inspector.store import Store, schema
+from tests import seed
 from tests.conftest import IronicAPI, service_unavailable
 from tests.integration.cluster import (
     free_port,
@@ -389,9 +390,9 @@ def test_import_from_real_ironic_inspector(ironic_inspector, ironic_api, ours, c
 
     # Our own record of a node moves on: the import leaves it alone and says so.
     node = store.get_node(finished["uuid"])
-    store.set_state(
+    seed.move(
+        store,
         node.uuid,
-        node.version,
         "starting",
         started_at=node.finished_at + datetime.timedelta(seconds=1),
         finished_at=None,

@@ -1,6 +1,6 @@
 """Migrations build exactly the models' schema, on SQLite, PostgreSQL and MariaDB.
 
-Also the compare-and-swap against both servers, including a writer blocked on the row,
+Also, on both servers, the compare-and-swap of a writer blocked on the row,
 their isolation (READ COMMITTED on both), the leadership row locked while a run is
 recorded, first claims of a marker, and MariaDB's deadlocks.
 """
@@ -15,11 +15,20 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Boolean, event, inspect, select, text, update
 from sqlalchemy.engine import make_url
-from sqlalchemy.orm import Session
 
 from inspector import errors
-from inspector.store import Store, create_engine, nodes, schema, singletons, utcnow
+from inspector.store import (
+    Change,
+    NodeRecord,
+    Store,
+    create_engine,
+    schema,
+    singletons,
+    transitions,
+    utcnow,
+)
 from inspector.store.models import Node, metadata
+from tests import seed
 
 NODE = "1be26c0b-03f2-4d2e-ae87-c02d7f33c123"
 OTHER = "2be26c0b-03f2-4d2e-ae87-c02d7f33c124"
@@ -133,8 +142,8 @@ def test_mariadb_tables_hold_any_text_whatever_the_databases_charset(
             )
         assert set(charsets) == set(metadata.tables)
         assert all(collation.startswith("utf8mb4_") for collation in charsets.values()), charsets
-        store.create_node(NODE, "starting")
-        store.set_state(NODE, 1, "error", error="Ironic: naïve ✓ 🚀")
+        seed.node(store, NODE, "starting")
+        seed.move(store, NODE, "error", error="Ironic: naïve ✓ 🚀")
         assert store.get_node(NODE).error == "Ironic: naïve ✓ 🚀"
     finally:
         store.close()
@@ -184,17 +193,19 @@ def _wait_for_lock_waiter(store: Store, done: threading.Event) -> None:
 
 
 def test_concurrent_writers_on_one_version_only_one_wins(store):
-    store.create_node(NODE, "waiting")
+    node = seed.node(store, NODE, "waiting")
     done = threading.Event()
 
-    def second_writer() -> int:
+    def second_writer() -> NodeRecord:
         try:
-            return store.set_state(NODE, 1, "error", error="timeout")
+            change = Change(NODE, 1, "r2", "abort", "waiting", "error", error="timeout")
+            return store.apply(change, node)
         finally:
             done.set()
 
-    with ThreadPoolExecutor(max_workers=1) as pool, Session(store.engine) as first:
-        assert nodes.set_state(first, NODE, 1, "processing", now=utcnow()) == 2
+    with ThreadPoolExecutor(max_workers=1) as pool, store.engine.connect() as first:
+        change = Change(NODE, 1, "r1", "continue", "waiting", "processing")
+        assert transitions.apply(first, change, node, utcnow()).version == 2
         blocked = pool.submit(second_writer)
         _wait_for_lock_waiter(store, done)
         first.commit()  # releases the row: the waiting UPDATE re-checks version
@@ -202,16 +213,17 @@ def test_concurrent_writers_on_one_version_only_one_wins(store):
             blocked.result(timeout=DEADLINE)
     node = store.get_node(NODE)
     assert (node.state, node.version, node.error) == ("processing", 2, None)
+    assert store.find_request("r2") is None
 
 
 def test_a_transaction_reads_what_others_committed_since_it_began(store):
     # READ COMMITTED, PostgreSQL's default and what the store's transactions are written
     # for; MariaDB's own default (REPEATABLE READ) would answer "waiting" twice.
-    store.create_node(NODE, "waiting")
+    seed.node(store, NODE, "waiting")
     state = select(Node.state).where(Node.uuid == NODE)
     with store.session() as session:
         before = session.execute(state).scalar_one()
-        store.set_state(NODE, 1, "processing")  # another connection, committed
+        seed.move(store, NODE, "processing")  # another connection, committed
         after = session.execute(state).scalar_one()
     assert (before, after) == ("waiting", "processing")
 
@@ -292,8 +304,8 @@ def test_first_claims_of_a_marker_meet_on_its_key(store):
 @pytest.mark.integration
 def test_a_transaction_ended_by_a_deadlock_runs_again_on_mariadb(mysql_store):
     store = mysql_store
-    store.create_node(NODE, "waiting")
-    store.create_node(OTHER, "waiting")
+    seed.node(store, NODE, "waiting")
+    seed.node(store, OTHER, "waiting")
     each_holds_one = threading.Barrier(2, timeout=DEADLINE)
     runs: collections.Counter[str] = collections.Counter()
     table = Node.__table__

@@ -8,6 +8,7 @@ import uuid
 import pytest
 
 from inspector.store import lookup
+from tests import seed
 
 
 @pytest.fixture
@@ -18,7 +19,7 @@ def store(server_store):
 
 def new_node(store, state="waiting"):
     node_uuid = str(uuid.uuid4())
-    store.create_node(node_uuid, state)
+    seed.node(store, node_uuid, state)
     return node_uuid
 
 

@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from inspector import errors
+from tests import seed
 from tests.conftest import end_connections
 
 READERS = 6
@@ -24,7 +25,7 @@ def store(server_store):
 
 def new_node(store):
     node_uuid = str(uuid.uuid4())
-    store.create_node(node_uuid, "starting")
+    seed.node(store, node_uuid, "starting")
     return node_uuid
 
 
@@ -37,10 +38,9 @@ def test_concurrent_reads_see_every_write_committed_before_them(store):
 
     def write():
         try:
-            version = committed["version"]
             for index in range(WRITES):
-                version = store.set_state(watched, version, ("waiting", "starting")[index % 2])
-                committed["version"] = version  # after its commit
+                moved = seed.move(store, watched, ("waiting", "starting")[index % 2])
+                committed["version"] = moved.version  # after its commit
         except BaseException as error:
             failures.append(error)
         finally:

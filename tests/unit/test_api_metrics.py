@@ -4,6 +4,7 @@ import re
 
 from inspector import errors
 from inspector.machine import State
+from tests import seed
 
 
 def value(text: str, metric: str, **labels) -> float | None:
@@ -21,8 +22,8 @@ def value(text: str, metric: str, **labels) -> float | None:
 
 
 def test_metrics_report_nodes_leaders_runs_and_requests(client, store):
-    store.create_node("5c1e9a70-3b2d-4f6e-8a9b-0c1d2e3f4a5b", State.WAITING)
-    store.create_node("6d2f0b81-4c3e-4a7f-9b0c-1d2e3f4a5b6c", State.FINISHED)
+    seed.node(store, "5c1e9a70-3b2d-4f6e-8a9b-0c1d2e3f4a5b", State.WAITING)
+    seed.node(store, "6d2f0b81-4c3e-4a7f-9b0c-1d2e3f4a5b6c", State.FINISHED)
     term = store.claim_leadership("periodic", "host-1-42")
     run = store.start_run("periodic", "timeout", "host-1-42", term)
     store.finish_run(run, "0 timed out")

@@ -17,6 +17,7 @@ from oslo_policy import opts as policy_opts
 
 from inspector.api import app as app_factory
 from inspector.machine import State
+from tests import seed
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 KEYSTONE_URL = "http://keystone.example.com/identity/v3"
@@ -148,10 +149,10 @@ def keystone_conf(conf, monkeypatch):
 @pytest.fixture
 def resources(store, ironic):
     """A finished node with its data, a waiting node, a node to start, two rules."""
-    store.create_node(FINISHED, State.FINISHED)
+    seed.node(store, FINISHED, State.FINISHED)
     store.store_data(FINISHED, {"inventory": {"cpu": {"count": 4}}}, processed=True)
     store.store_data(FINISHED, {"inventory": {}}, processed=False)
-    store.create_node(WAITING, State.WAITING)
+    seed.node(store, WAITING, State.WAITING)
     for rule in (RULE_KEPT, RULE_DELETED):
         store.create_rule({"uuid": rule, "conditions": [], "actions": RULE["actions"]})
     return {"fresh": ironic.add_node(provision_state="manageable").uuid}

@@ -24,6 +24,7 @@ from inspector.lifecycle import Lifecycle, Outages, RetryPolicy
 from inspector.machine import Event, Machine, State
 from inspector.store import NodeRecord
 from inspector.worker.tasks import Tasks
+from tests import seed
 from tests.fakes.dlm import FakeDLM
 from tests.fakes.ironic import FakeIronic
 from tests.integration.cluster import wait_for
@@ -418,9 +419,9 @@ def lists(driver):
 
 def test_whitelist_from_store_polling_alone(store):
     manager, driver = started_leader()
-    store.create_node("node-1", "waiting")
+    seed.node(store, "node-1", "waiting")
     store.set_attributes("node-1", {"mac": [A.upper()], "bmc_address": ["192.0.2.1"]})
-    store.create_node("node-2", "finished")
+    seed.node(store, "node-2", "finished")
     store.set_attributes("node-2", {"mac": [B]})
     manager.watch(manager.whitelist, introspected_macs(store), 0.02)
     manager.start()
@@ -573,7 +574,7 @@ def test_workers_announce_an_introspection_before_power_on_and_its_end(store, co
     ironic.add_port(node.uuid, A)
     announcer = RecordingAnnouncer()
     tasks = Tasks(store, ironic, conf, announcer=announcer)
-    store.create_node(node.uuid, "starting")
+    seed.node(store, node.uuid, "starting")
     now = store.clock()
     record = NodeRecord(node.uuid, "starting", 1, now, None, None, True, now)
     machine = Machine()

@@ -15,6 +15,7 @@ from inspector.worker import handler as handler_module
 from inspector.worker.delivery import lock_name
 from inspector.worker.handler import Handler
 from inspector.worker.tasks import NoTasks
+from tests import seed
 
 NODE = "6f6e3e5e-0c36-4bd6-9d5a-1b2f4b4b0d6a"
 
@@ -198,7 +199,7 @@ def test_a_follow_up_that_loses_a_race_is_enqueued(store, coordinator, queue, ta
         def load(self, uuid, request_id):
             node, seen = self.inner.load(uuid, request_id)
             if request_id.endswith(".wait"):
-                self.inner.set_state(uuid, node.version, node.state)
+                seed.move(self.inner, uuid, node.state)
             return node, seen
 
     handler = Handler(RacingStore(store), coordinator, queue, tasks)
@@ -514,7 +515,7 @@ def test_lost_compare_and_swap_is_retried(store, coordinator, queue, tasks):
 
         def load(self, uuid, request_id):
             node, seen = self.inner.load(uuid, request_id)
-            self.inner.set_state(uuid, node.version, node.state)
+            seed.move(self.inner, uuid, node.state)
             return node, seen
 
     handler = Handler(store, coordinator, queue, tasks)

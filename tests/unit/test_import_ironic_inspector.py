@@ -27,6 +27,7 @@ from inspector.migration.ironic_inspector_db import (
 from inspector.migration.mapping import Outcome, Status
 from inspector.processing import lookup as processing_lookup
 from inspector.store import Store, schema
+from tests import seed
 
 #: What `ironic-inspector-dbsync upgrade` (12.5.0) creates on SQLite.
 UPSTREAM_SCHEMA = """
@@ -277,7 +278,7 @@ def test_nodes_are_imported_once(upstream, target):
         "bmc_address": ["192.0.2.9"],
         "mac": ["aa:bb:cc:dd:ee:01", "aa:bb:cc:dd:ee:02"],
     }
-    assert target.lookup({"mac": ["AA:BB:CC:DD:EE:02"]}) == {waiting: 1}
+    assert target.lookup_nodes({"mac": ["AA:BB:CC:DD:EE:02"]}) == {waiting: (1, node)}
     assert target.get_node(processing).state == "error"
 
     again = run(upstream, target)
@@ -334,8 +335,7 @@ def test_our_newer_record_is_left_alone(upstream, target):
     node = upstream.node("finished", 0, 4)
     upstream.data(node, {"theirs": True}, processed=True)
     run(upstream, target)
-    ours = target.get_node(node)
-    target.set_state(node, ours.version, "starting", started_at=at(30), finished_at=None)
+    seed.move(target, node, "starting", started_at=at(30), finished_at=None)
     target.store_data(node, {"ours": True}, processed=True)
     upstream.data(node, {"theirs": "raw"}, processed=False)
 
@@ -356,8 +356,7 @@ def test_a_node_that_moves_during_the_import_is_left_alone(upstream, target, mon
 
     def read_then_move(session, node_uuid):
         ours = read(session, node_uuid)
-        version = target.get_node(node_uuid).version
-        target.set_state(node_uuid, version, "starting", started_at=at(7))
+        seed.move(target, node_uuid, "starting", started_at=at(7))
         return ours
 
     monkeypatch.setattr(importer, "_read_ours", read_then_move)

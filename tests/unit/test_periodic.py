@@ -14,6 +14,7 @@ from inspector.machine import State
 from inspector.periodic import runner as runner_module
 from inspector.periodic.runner import Runner
 from inspector.periodic.tasks import CleanUp, PeriodicTask
+from tests import seed
 from tests.fakes.ironic import FakeIronic
 from tests.unit.conftest import RecordingQueue
 
@@ -37,11 +38,10 @@ def leadership(store, holder="me") -> Leadership:
 
 
 def node(store, uuid, state, *, started=None, finished=None, updated=None):
-    store.create_node(uuid, state, started_at=started)
+    seed.node(store, uuid, state, started_at=started)
     if finished or updated:
-        version = store.get_node(uuid).version
         store.clock = lambda: updated or NOW
-        store.set_state(uuid, version, state, finished_at=finished)
+        seed.move(store, uuid, state, finished_at=finished)
         store.clock = lambda: NOW
 
 

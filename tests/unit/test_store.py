@@ -13,6 +13,7 @@ from inspector import errors
 from inspector.store import Store, create_engine, default_url
 from inspector.store.engine import usable_url
 from inspector.store.models import Attribute, Node, metadata
+from tests import seed
 
 NODE = "1be26c0b-03f2-4d2e-ae87-c02d7f33c123"
 OTHER = "2be26c0b-03f2-4d2e-ae87-c02d7f33c124"
@@ -50,8 +51,8 @@ def _attribute_count(store: Store, node_uuid: str) -> int:
 
 
 def test_attributes_are_deleted_with_their_node(store):
-    store.create_node(NODE, "waiting")
-    store.create_node(OTHER, "waiting")
+    seed.node(store, NODE, "waiting")
+    seed.node(store, OTHER, "waiting")
     with store.session() as session:
         session.add_all(
             [

@@ -12,6 +12,7 @@ from inspector.store import Store, default_url, schema
 from inspector.store.models import Node
 from inspector.store.prepared import Prepared
 from inspector.store.transitions import READ_NODE
+from tests import seed
 
 NODE = "1be26c0b-03f2-4d2e-ae87-c02d7f33c123"
 OTHER = "2be26c0b-03f2-4d2e-ae87-c02d7f33c124"
@@ -28,7 +29,7 @@ def store(tmp_path):
 
 
 def test_row_holds_processed_values(store):
-    store.create_node(NODE, "waiting", started_at=T0, manage_boot=False)
+    seed.node(store, NODE, "waiting", started_at=T0, manage_boot=False)
     row = Prepared(store.engine, READ_NODE).first(uuid=NODE)
     # SQLite stores timestamps as text and booleans as integers: the types' processors
     # turn them back, as a Core query would.
@@ -51,7 +52,7 @@ def test_no_row_is_none(store):
 
 
 def test_positional_parameters_follow_the_statement(store):
-    store.create_node(NODE, "waiting")
+    seed.node(store, NODE, "waiting")
     nodes = Node.__table__
     statement = select(nodes.c.state).where(
         nodes.c.version == bindparam("version"), nodes.c.uuid == bindparam("uuid")
@@ -82,7 +83,7 @@ def drop_pooled_connection(store):
 
 
 def test_dropped_connection_is_invalidated(store):
-    store.create_node(NODE, "waiting")
+    seed.node(store, NODE, "waiting")
     drop_pooled_connection(store)
     with pytest.raises(exc.DBAPIError) as raised:
         Prepared(store.engine, READ_NODE).first(uuid=NODE)
@@ -91,14 +92,14 @@ def test_dropped_connection_is_invalidated(store):
 
 
 def test_store_retries_a_dropped_connection(store):
-    store.create_node(NODE, "waiting")
+    seed.node(store, NODE, "waiting")
     drop_pooled_connection(store)
     # No caller sees the drop.
     assert store.get_node(NODE).state == "waiting"
 
 
 def test_a_write_is_committed_and_counts_its_rows(store):
-    store.create_node(NODE, "waiting")
+    seed.node(store, NODE, "waiting")
     nodes = Node.__table__
     statement = (
         update(nodes)

@@ -12,7 +12,7 @@ from inspector.machine import Event, Machine, State
 from inspector.store import NodeRecord
 from inspector.worker.handler import Handler
 from inspector.worker.tasks import NoTasks, Tasks
-from tests import fixtures
+from tests import fixtures, seed
 from tests.fakes.ironic import FakeIronic
 from tests.unit.conftest import RecordingQueue
 from tests.unit.test_handler import FakeDelivery
@@ -29,7 +29,7 @@ def record(uuid, manage_boot=True):
 
 
 def started(store, uuid, manage_boot=True):
-    store.create_node(uuid, "starting", manage_boot=manage_boot)
+    seed.node(store, uuid, "starting", manage_boot=manage_boot)
     return record(uuid, manage_boot)
 
 
