@@ -3,10 +3,11 @@
 Nothing outside this package sees SQLAlchemy; there is no module-level engine.
 """
 
+from inspector.store.access import utcnow
 from inspector.store.engine import create_engine, database_url, default_url
 from inspector.store.nodes import UNSET, NodeRecord
 from inspector.store.requests import RequestRecord
-from inspector.store.store import Store, utcnow
+from inspector.store.store import Store
 from inspector.store.transitions import Change
 
 __all__ = [

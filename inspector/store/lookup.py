@@ -19,7 +19,6 @@ from sqlalchemy import (
     or_,
     select,
     text,
-    update,
 )
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
@@ -160,19 +159,10 @@ def encode_data(
 def store_data(
     connection: Connection, node_uuid: str, data: dict[str, Any], *, processed: bool, now: datetime
 ) -> None:
-    """Insert or replace the node's raw (processed=False) or processed data: one
-    statement where the dialect has an upsert, else an update and maybe an insert (to
-    run in a transaction)."""
+    """Insert or replace the node's raw (processed=False) or processed data: one upsert,
+    inside the caller's transaction."""
     values = encode_data(node_uuid, data, processed=processed, now=now)
-    upsert = UPSERT_STATEMENTS.get(connection.dialect.name)
-    if upsert is not None:
-        connection.execute(upsert, values)
-        return
-    key = (DATA.c.node_uuid == node_uuid) & (DATA.c.processed == processed)
-    update_values = {"data": values["data"], "stored_at": now}
-    if connection.execute(update(DATA).where(key).values(**update_values)).rowcount:
-        return
-    connection.execute(insert(DATA).values(**values))
+    connection.execute(UPSERT_STATEMENTS[connection.dialect.name], values)
 
 
 #: A node's raw or processed data, as JSON text (the Store prepares it).

@@ -10,7 +10,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, insert, select, update
+from sqlalchemy import bindparam, select
 
 from inspector.store import upserts
 from inspector.store.models import IronicSnapshot
@@ -40,22 +40,6 @@ def encode(
         "ports": None if ports is None else json.dumps(ports, sort_keys=True),
         "taken_at": now,
     }
-
-
-def save(
-    connection: Connection,
-    node_uuid: str,
-    node: dict[str, Any],
-    ports: list[dict[str, Any]] | None,
-    now: datetime,
-) -> None:
-    """Insert or replace the node's snapshot, where the database has no upsert (in a
-    transaction)."""
-    values = encode(node_uuid, node, ports, now)
-    key = SNAPSHOTS.c.node_uuid == values.pop("node_uuid")
-    if connection.execute(update(SNAPSHOTS).where(key).values(**values)).rowcount:
-        return
-    connection.execute(insert(SNAPSHOTS).values(node_uuid=node_uuid, **values))
 
 
 #: A node's snapshot row by node_uuid (the Store prepares it: read twice per introspection).

@@ -1,24 +1,23 @@
-"""The Store: one engine and its sessions, with node operations as one transaction each.
+"""The Store: the one entry point of the API, the worker, the firewall and the periodic
+tasks into the database. Each operation is one statement or one transaction.
 
-It owns transaction boundaries and error wrapping; queries live in their own modules
-(`nodes`, ...). No module-level instance: build one from the configuration.
+The hot path (a node's read, a state change with its request row, the request marks,
+data, snapshots, the ramdisk lookup) runs statements compiled once (`prepared`), with
+what differs per database chosen once (`dialects`); the rest goes through Core and ORM
+queries (`listing`, `rules`, `singletons`, `outbox`, `census`). Connections, retries and
+transactions are `access`'s. No module-level instance: build one from the configuration.
 """
 
-import contextlib
 import json
-import logging
-from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
 
 from oslo_config import cfg
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import DBAPIError
-from sqlalchemy.orm import Session, sessionmaker
 
 from inspector import errors
 from inspector.machine import RequestStatus
 from inspector.store import (
     census,
+    dialects,
     listing,
     lookup,
     nodes,
@@ -30,33 +29,17 @@ from inspector.store import (
     transitions,
 )
 from inspector.store import engine as engines
-from inspector.store.coalesce import Coalescer
+from inspector.store.access import Access, Clock, utcnow
 from inspector.store.nodes import NodeRecord
 from inspector.store.outbox import NotificationRecord
-from inspector.store.prepared import Prepared
 from inspector.store.requests import RequestRecord
 from inspector.store.singletons import MarkRecord, RunRecord
 from inspector.store.snapshots import SnapshotRecord
 from inspector.store.transitions import Change
 
-LOG = logging.getLogger(__name__)
 
-Clock = Callable[[], datetime]
-
-#: Runs of a transaction that MySQL or MariaDB rolled back to break a deadlock: two
-#: transactions that each wait on rows the other holds (on a small table InnoDB scans
-#: it to delete one node's attributes, and waits on rows another node's transaction
-#: wrote); InnoDB ends one, the other goes on.
-DEADLOCK_ATTEMPTS = 3
-
-
-def utcnow() -> datetime:
-    """Naive UTC, as every timestamp column stores it."""
-    return datetime.now(UTC).replace(tzinfo=None)
-
-
-class Store:
-    """Sessions on one engine; every SQLAlchemy error leaves as an InspectorError."""
+class Store(Access):
+    """Every read and write of the service; SQLAlchemy errors leave as InspectorErrors."""
 
     def __init__(
         self,
@@ -66,46 +49,21 @@ class Store:
         notify: bool = False,
         pool: engines.Pool | None = None,
     ) -> None:
-        self.engine = engine
-        self.clock = clock
+        super().__init__(engine, clock=clock, pool=pool)
         #: Write an outbox notification with each start, finish and failure.
         self.notify = notify
-        self._sessions = sessionmaker(bind=engine, expire_on_commit=False)
-        #: The autocommit engine's pool is sized as the engine's (`pool`).
-        self._autocommit = engines.create_autocommit_engine(engine, pool)
-        # PostgreSQL writes a state change and its request row as one statement.
-        self._one_statement_swap = engine.dialect.name == "postgresql"
-        self._read_node = Prepared(self._autocommit, transitions.READ_NODE)
-        #: Concurrent node reads share a statement where an array parameter can carry
-        #: their keys (PostgreSQL); elsewhere each read is its own statement.
-        self._node_reads = self._read_nodes = None
-        #: The ramdisk lookup and the replacement of a node's attributes as statements
-        #: of fixed shape, where array parameters carry the pairs (PostgreSQL).
-        self._candidates = self._replace_attributes = None
-        if engine.dialect.name == "postgresql":
-            self._read_nodes = Prepared(self._autocommit, transitions.READ_NODES)
-            self._node_reads = Coalescer(self._read_nodes_by_uuid)
-            self._candidates = Prepared(self._autocommit, lookup.CANDIDATES)
-            self._replace_attributes = Prepared(self._autocommit, lookup.REPLACE_ATTRIBUTES)
-        self._load = Prepared(self._autocommit, transitions.LOAD)
-        self._finish = Prepared(self._autocommit, transitions.FINISH)
-        self._interrupt = Prepared(self._autocommit, transitions.INTERRUPT)
-        self._ran = Prepared(self._autocommit, transitions.RAN)
-        self._create_node = (
-            Prepared(self._autocommit, transitions.CREATE) if self._one_statement_swap else None
-        )
-        self._read_data = Prepared(self._autocommit, lookup.READ_DATA)
-        self._read_snapshot = Prepared(self._autocommit, snapshots.READ)
-        self._enabled_rules = Prepared(self._autocommit, rules.ENABLED)
-        #: The upserts, where the database has one (else a transaction does it).
-        self._upsert_data = self._prepared_upsert(lookup.UPSERT_STATEMENTS)
-        self._upsert_snapshot = self._prepared_upsert(snapshots.UPSERT_STATEMENTS)
-        #: One compare-and-swap statement per set of optional fields, prepared on use.
-        self._swaps: dict[tuple[str, ...], Prepared] = {}
-
-    def _prepared_upsert(self, statements: dict) -> Prepared | None:
-        statement = statements.get(self.engine.dialect.name)
-        return None if statement is None else Prepared(self._autocommit, statement)
+        self._dialect = dialects.for_database(self)
+        self._load = self.prepare(transitions.LOAD)
+        self._finish = self.prepare(transitions.FINISH)
+        self._interrupt = self.prepare(transitions.INTERRUPT)
+        self._ran = self.prepare(transitions.RAN)
+        self._read_data = self.prepare(lookup.READ_DATA)
+        self._read_snapshot = self.prepare(snapshots.READ)
+        self._enabled_rules = self.prepare(rules.ENABLED)
+        #: The upserts: one statement on every database we run on.
+        dialect = engine.dialect.name
+        self._upsert_data = self.prepare(lookup.UPSERT_STATEMENTS[dialect])
+        self._upsert_snapshot = self.prepare(snapshots.UPSERT_STATEMENTS[dialect])
 
     @classmethod
     def from_url(
@@ -125,67 +83,19 @@ class Store:
             engines.database_url(conf), notify=notify, pool=engines.Pool.from_conf(conf)
         )
 
-    def __repr__(self) -> str:
-        return f"Store({engines.describe(self.engine.url)})"
-
-    @contextlib.contextmanager
-    def session(self) -> Iterator[Session]:
-        """A transaction: committed when the block succeeds, rolled back otherwise.
-
-        For this package's query modules; ORM objects must not leave the block.
-        """
-        with engines.translate_errors(self.engine), self._sessions.begin() as session:
-            yield session
-
-    def _read(self, query, *args, **kwargs):
-        """Run a read outside a transaction; once more when the server had dropped the
-        pooled connection (a database restart), so that no caller sees that."""
-
-        def run():
-            with self._autocommit.connect() as connection:
-                return query(connection, *args, **kwargs)
-
-        return self._retried(run)
-
-    def _retried(self, read):
-        with engines.translate_errors(self.engine):
-            for attempt in (1, 2):
-                try:
-                    return read()
-                except DBAPIError as error:
-                    if attempt == 2 or not error.connection_invalidated:
-                        raise
-        raise AssertionError("unreachable")
-
-    def close(self) -> None:
-        """Close the pooled connections; the store can still open new ones."""
-        self._autocommit.dispose()
-        self.engine.dispose()
-
-    dispose = close
+    # -- the hot path: statements compiled once ---------------------------------------
 
     def get_node(self, uuid: str) -> NodeRecord:
         """The node's current row; NotFound when there is none. One statement, no
-        transaction around it, prepared once: status reads are the API's hottest path.
-        Reads made at the same time by other threads may share the statement."""
-        row = self._read_one(uuid) if self._node_reads is None else self._node_reads.get(uuid)
+        transaction around it, prepared once: status reads are the API's hottest path."""
+        row = self._dialect.read_node(uuid)
         if row is None:
             raise errors.NotFound(f"node {uuid} not found")
         return NodeRecord(**row)
 
-    def _read_one(self, uuid: str) -> dict | None:
-        return self._retried(lambda: self._read_node.first(uuid=uuid))
-
-    def _read_nodes_by_uuid(self, uuids) -> dict:
-        """Rows by uuid, for the coalescer: a lone read runs the one-row statement."""
-        if len(uuids) == 1:
-            row = self._read_one(uuids[0])
-            return {} if row is None else {uuids[0]: row}
-        rows = self._retried(lambda: self._read_nodes.all(uuids=list(uuids)))
-        return {row["uuid"]: row for row in rows}
-
     def apply(self, change: Change, previous: NodeRecord | None = None) -> NodeRecord:
-        """Commit a state change and its request row in one transaction.
+        """Commit a state change and its request row together: one statement on
+        PostgreSQL, a transaction elsewhere (and wherever an outbox row goes with them).
 
         `expected_version` None creates the node (its first introspection); otherwise
         the change is a compare-and-swap on `previous` (the node as read): NodeBusy
@@ -194,47 +104,78 @@ class Store:
         if previous is None and change.expected_version is not None:
             previous = self.get_node(change.node_uuid)
         kind = outbox.event_type(change.source, change.target) if self.notify else None
-        if self._one_statement_swap and kind is None:
-            if previous is not None:
-                return self._swap(change, previous)
-            return self._create(change)
+        if kind is None:
+            return self._dialect.apply(change, previous)
         now = self.clock()
 
         def write(connection):
             node = transitions.apply(connection, change, previous, now)
-            if kind is not None:
-                outbox.record(
-                    connection,
-                    kind,
-                    node,
-                    request_id=change.request_id,
-                    event=change.event,
-                    now=now,
-                )
+            outbox.record(
+                connection, kind, node, request_id=change.request_id, event=change.event, now=now
+            )
             return node
 
         return self._transaction(write)
 
-    def _create(self, change: Change) -> NodeRecord:
-        """PostgreSQL: the new node and its request row in one statement."""
-        node, params = transitions.create_params(change, self.clock())
-        with engines.translate_errors(self.engine):
-            self._create_node.first(**params)
-        return node
+    def load(
+        self, node_uuid: str, request_id: str
+    ) -> tuple[NodeRecord | None, RequestRecord | None]:
+        """The node (None when absent) and the request's row (None when new). Read
+        without a transaction: the caller holds the node lock, and writes swap on the
+        version anyway."""
+        row = self._retried(lambda: self._load.first(uuid=node_uuid, request_id=request_id))
+        return transitions.loaded(row)
 
-    def _swap(self, change: Change, previous: NodeRecord) -> NodeRecord:
-        """PostgreSQL: the compare-and-swap and its request row in one statement."""
-        now = self.clock()
-        fields, params = transitions.swap_params(change, now)
-        swap = self._swaps.get(fields)
-        if swap is None:
-            swap = self._swaps[fields] = Prepared(
-                self._autocommit, transitions.swap_statement(fields)
-            )
-        with engines.translate_errors(self.engine):
-            if swap.first(**params) is None:
-                raise transitions.busy(change)
-        return transitions.swapped(change, previous, now)
+    def finish_request(self, request_id: str) -> None:
+        """Mark an applied request done: one statement, committed on its own."""
+        self._run(self._finish, request_id=request_id, now=self.clock())
+
+    def interrupt_request(self, request_id: str) -> None:
+        """Mark an applied request whose task a backend outage stopped (see INTERRUPTED)."""
+        self._run(self._interrupt, request_id=request_id)
+
+    def mark_ran(self, request_id: str) -> None:
+        """Mark a strict event's request whose task finished (see RequestStatus.RAN)."""
+        self._run(self._ran, request_id=request_id)
+
+    def set_attributes(self, node_uuid: str, attributes: dict[str, list[str]]) -> None:
+        """Replace the node's lookup attributes, committed before returning."""
+        self._dialect.set_attributes(node_uuid, attributes)
+
+    def lookup_nodes(self, attributes: dict[str, list[str]]) -> dict[str, tuple[int, NodeRecord]]:
+        """node uuid -> (number of matching attributes, the node as read), in one query."""
+        return self._dialect.lookup_nodes(attributes)
+
+    def store_data(self, node_uuid: str, data: dict, *, processed: bool) -> None:
+        """Insert or replace the node's data, committed before returning: one prepared
+        upsert in autocommit (one round trip)."""
+        values = lookup.encode_data(node_uuid, data, processed=processed, now=self.clock())
+        self._run(self._upsert_data, **values)
+
+    def get_data(self, node_uuid: str, *, processed: bool) -> dict | None:
+        """The node's raw or processed data; one prepared statement, no transaction."""
+        row = self._retried(lambda: self._read_data.first(node_uuid=node_uuid, processed=processed))
+        return None if row is None else json.loads(row["data"])
+
+    def save_snapshot(self, node_uuid: str, node: dict, ports: list[dict] | None) -> None:
+        """Keep Ironic's node (and ports) as read at the start of its introspection: one
+        prepared upsert in autocommit."""
+        self._run(self._upsert_snapshot, **snapshots.encode(node_uuid, node, ports, self.clock()))
+
+    def snapshot(self, node_uuid: str) -> SnapshotRecord | None:
+        row = self._retried(lambda: self._read_snapshot.first(node_uuid=node_uuid))
+        return snapshots.record(row)
+
+    def all_rules(self) -> list[dict]:
+        """Every enabled rule in full, in creation order (for evaluation): one prepared
+        statement when there is none, as on most sites."""
+        uuids = [row["uuid"] for row in self._retried(self._enabled_rules.all)]
+        if not uuids:
+            return []
+        with self.session() as session:
+            return rules.full(session, uuids)
+
+    # -- Core and ORM queries: requests, the API's lists, lookup attributes, rules ------
 
     def reject(self, node_uuid: str, request_id: str, event: str, state: str, reason: str) -> None:
         """Record a request the state machine refused (the node's state is unchanged)."""
@@ -252,33 +193,9 @@ class Store:
                 now=self.clock(),
             )
 
-    def load(
-        self, node_uuid: str, request_id: str
-    ) -> tuple[NodeRecord | None, RequestRecord | None]:
-        """The node (None when absent) and the request's row (None when new). Read
-        without a transaction: the caller holds the node lock, and writes swap on the
-        version anyway."""
-        row = self._retried(lambda: self._load.first(uuid=node_uuid, request_id=request_id))
-        return transitions.loaded(row)
-
     def find_request(self, request_id: str) -> RequestRecord | None:
         with self.session() as session:
             return requests.find(session, request_id)
-
-    def finish_request(self, request_id: str) -> None:
-        """Mark an applied request done: one statement, committed on its own."""
-        with engines.translate_errors(self.engine):
-            self._finish.run(request_id=request_id, now=self.clock())
-
-    def interrupt_request(self, request_id: str) -> None:
-        """Mark an applied request whose task a backend outage stopped (see INTERRUPTED)."""
-        with engines.translate_errors(self.engine):
-            self._interrupt.run(request_id=request_id)
-
-    def mark_ran(self, request_id: str) -> None:
-        """Mark a strict event's request whose task finished (see requests.RAN)."""
-        with engines.translate_errors(self.engine):
-            self._ran.run(request_id=request_id)
 
     def history(self, node_uuid: str) -> list[RequestRecord]:
         with self.session() as session:
@@ -289,67 +206,15 @@ class Store:
         with self.session() as session:
             return nodes.delete(session, uuid)
 
-    # -- API reads and writes ------------------------------------------------------------
-
     def list_nodes(
         self, *, limit: int, marker: str | None = None, states: list[str] | None = None
     ) -> list[NodeRecord]:
         with self.session() as session:
             return listing.page(session, limit=limit, marker=marker, states=states)
 
-    def set_attributes(self, node_uuid: str, attributes: dict[str, list[str]]) -> None:
-        """Replace the node's lookup attributes, committed before returning."""
-        if self._replace_attributes is None:
-            self._write(lookup.set_attributes, node_uuid, attributes)
-            return
-        names, values = lookup.pairs(attributes)
-        with engines.translate_errors(self.engine):
-            self._replace_attributes.run(node_uuid=node_uuid, names=names, values=values)
-
     def attributes(self, node_uuid: str) -> dict[str, list[str]]:
         with self.session() as session:
             return lookup.attributes_of(session, node_uuid)
-
-    def lookup_nodes(self, attributes: dict[str, list[str]]) -> dict[str, tuple[int, NodeRecord]]:
-        """node uuid -> (number of matching attributes, the node as read), in one query."""
-        if self._candidates is None:
-            return self._read(lookup.candidates, attributes)
-        names, values = lookup.pairs(attributes)
-        if not names:
-            return {}
-        return lookup.found(self._retried(lambda: self._candidates.all(names=names, values=values)))
-
-    def store_data(self, node_uuid: str, data: dict, *, processed: bool) -> None:
-        """Insert or replace the node's data, committed before returning: one prepared
-        statement in autocommit where the database has an upsert (one round trip), else
-        a transaction."""
-        now = self.clock()
-        if self._upsert_data is None:
-            self._write(lookup.store_data, node_uuid, data, processed=processed, now=now)
-            return
-        values = lookup.encode_data(node_uuid, data, processed=processed, now=now)
-        with engines.translate_errors(self.engine):
-            self._upsert_data.run(**values)
-
-    def get_data(self, node_uuid: str, *, processed: bool) -> dict | None:
-        """The node's raw or processed data; one prepared statement, no transaction."""
-        row = self._retried(lambda: self._read_data.first(node_uuid=node_uuid, processed=processed))
-        return None if row is None else json.loads(row["data"])
-
-    def save_snapshot(self, node_uuid: str, node: dict, ports: list[dict] | None) -> None:
-        """Keep Ironic's node (and ports) as read at the start of its introspection: one
-        prepared statement in autocommit where the database has an upsert, else a
-        transaction."""
-        if self._upsert_snapshot is None:
-            self._write(snapshots.save, node_uuid, node, ports, self.clock())
-            return
-        values = snapshots.encode(node_uuid, node, ports, self.clock())
-        with engines.translate_errors(self.engine):
-            self._upsert_snapshot.run(**values)
-
-    def snapshot(self, node_uuid: str) -> SnapshotRecord | None:
-        row = self._retried(lambda: self._read_snapshot.first(node_uuid=node_uuid))
-        return snapshots.record(row)
 
     def create_rule(self, rule: dict) -> dict:
         with self.session() as session:
@@ -363,15 +228,6 @@ class Store:
         with self.session() as session:
             return rules.summaries(session)
 
-    def all_rules(self) -> list[dict]:
-        """Every enabled rule in full, in creation order (for evaluation): one prepared
-        statement when there is none, as on most sites."""
-        uuids = [row["uuid"] for row in self._retried(self._enabled_rules.all)]
-        if not uuids:
-            return []
-        with self.session() as session:
-            return rules.full(session, uuids)
-
     def delete_rule(self, uuid: str) -> None:
         with self.session() as session:
             rules.remove(session, uuid)
@@ -381,23 +237,6 @@ class Store:
             rules.remove_all(session)
 
     # -- leader-elected singletons ------------------------------------------------------
-
-    def _write(self, query, *args, **kwargs):
-        return self._transaction(lambda connection: query(connection, *args, **kwargs))
-
-    def _transaction(self, work):
-        """work(connection) in a transaction, committed; run again when MySQL or MariaDB
-        ended it to break a deadlock (it was rolled back: nothing of it was kept)."""
-        with engines.translate_errors(self.engine):
-            for attempt in range(1, DEADLOCK_ATTEMPTS + 1):
-                try:
-                    with self.engine.begin() as connection:
-                        return work(connection)
-                except DBAPIError as error:
-                    if attempt == DEADLOCK_ATTEMPTS or not engines.is_deadlock(self.engine, error):
-                        raise
-                    LOG.info("Database deadlock: the transaction runs again (%s)", error.orig)
-        raise AssertionError("unreachable")
 
     def claim_leadership(self, kind: str, holder: str) -> int:
         """A new leadership term for `kind`, fencing off every earlier one."""
@@ -467,8 +306,3 @@ class Store:
 
     def forget_notifications(self, before) -> int:
         return self._write(outbox.forget_delivered, before)
-
-    def ping(self) -> None:
-        """One round trip to the database (health check); ServiceUnavailable if down."""
-        with engines.translate_errors(self.engine), self._autocommit.connect() as connection:
-            connection.exec_driver_sql("SELECT 1")

@@ -15,7 +15,7 @@ import pytest
 
 from inspector import errors
 from inspector.machine import RequestStatus
-from inspector.store import Change, Store, schema
+from inspector.store import Change, Store, dialects, schema
 from tests import seed
 
 NODE = "1be26c0b-03f2-4d2e-ae87-c02d7f33c123"
@@ -78,7 +78,7 @@ def move(node, request_id, target, event="wait", **fields) -> Change:
 def test_postgresql_runs_its_own_statements(store):
     # Otherwise the suite would run the portable statements twice.
     postgresql = store.engine.dialect.name == "postgresql"
-    assert store._one_statement_swap is postgresql
+    assert isinstance(store._dialect, dialects.Postgresql) is postgresql
 
 
 # -- nodes: created by their first change, then compare-and-swap ---------------------

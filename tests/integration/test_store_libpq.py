@@ -32,9 +32,11 @@ def new_node(store, state="starting"):
 
 
 def test_every_prepared_statement_of_the_store_goes_through_libpq(store):
-    assert store._read_node._libpq is not None
-    assert store._read_nodes._libpq is not None
+    assert store._dialect._read_node._libpq is not None
+    assert store._dialect._read_nodes._libpq is not None
+    assert store._dialect._create._libpq is not None
     assert store._load._libpq is not None
+    assert store._finish._libpq is not None
 
 
 def test_rows_are_the_cursors_rows(store):

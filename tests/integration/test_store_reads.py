@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from inspector import errors
+from inspector.store import dialects
 from tests import seed
 from tests.conftest import end_connections
 
@@ -67,12 +68,12 @@ def test_concurrent_reads_see_every_write_committed_before_them(store):
     assert failures == []
     assert stale == [], "a read answered a version older than one committed before it"
     assert store.get_node(watched).version == committed["version"]
-    reads = store._node_reads
     if store.engine.dialect.name == "postgresql":
         # The readers overlapped: some statements answered several reads.
+        reads = store._dialect._node_reads
         assert reads.statements < reads.reads
-    else:
-        assert reads is None  # no array parameter: each read is its own statement
+    else:  # no array parameter: each read is its own statement
+        assert not isinstance(store._dialect, dialects.Postgresql)
 
 
 @pytest.mark.postgresql
@@ -81,7 +82,7 @@ def test_a_batch_reads_each_node_once_and_skips_absent_ones(postgresql_store):
     store = postgresql_store
     uuids = [new_node(store) for _ in range(3)]
     absent = str(uuid.uuid4())
-    rows = store._read_nodes_by_uuid([*uuids, absent])
+    rows = store._dialect._read_nodes_by_uuid([*uuids, absent])
     assert sorted(rows) == sorted(uuids)
     assert all(rows[key]["state"] == "starting" for key in uuids)
     with pytest.raises(errors.NotFound):
@@ -95,8 +96,8 @@ def test_a_dropped_connection_is_reconnected_for_a_read(store, server_admin):
     assert end_connections(server_admin, database) >= 1
     assert store.get_node(uuids[0]).uuid == uuids[0]
     assert end_connections(server_admin, database) >= 1
-    if store._node_reads is not None:  # PostgreSQL: a coalesced read of both
-        assert sorted(store._read_nodes_by_uuid(uuids)) == sorted(uuids)
+    if isinstance(store._dialect, dialects.Postgresql):  # a coalesced read of both
+        assert sorted(store._dialect._read_nodes_by_uuid(uuids)) == sorted(uuids)
     else:
         assert store.lookup_nodes({"mac": ["aa:bb:cc:dd:ee:01"]}) == {}
         assert store.get_node(uuids[1]).uuid == uuids[1]
