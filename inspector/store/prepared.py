@@ -16,9 +16,9 @@ from typing import Any
 from sqlalchemy import Executable, Select, exc
 from sqlalchemy.engine import Engine
 
+from inspector.store import internals
+
 try:
-    from psycopg import adapt as pg_adapt
-    from psycopg import errors as pg_errors
     from psycopg import pq
 except ImportError:  # psycopg is the `postgresql` extra: Libpq is only made on it
     pass
@@ -124,9 +124,7 @@ class Prepared:
             error, connection.dbapi_connection, None
         )
         if lost:
-            # As SQLAlchemy's Connection does: this connection and every other pooled
-            # one (they predate the drop, a database restart) are reconnected on checkout.
-            self.engine.pool._invalidate(connection, error)
+            internals.invalidate(self.engine, connection, error)
         return exc.DBAPIError.instance(
             self._sql,
             args,
@@ -155,7 +153,7 @@ class Libpq:
     PgBouncer in transaction mode, which needs `max_prepared_statements`, this is
     nothing new.)"""
 
-    __slots__ = ("_formats", "_name", "_names", "_sql", "_statements")
+    __slots__ = ("_name", "_names", "_sql", "_statements")
 
     #: Keys of the pooled connection's `info`: its Transformer, and the names of the
     #: statements prepared on it.
@@ -175,7 +173,6 @@ class Libpq:
 
         self._sql = _PYFORMAT.sub(number, sql).encode()
         self._names = tuple(names)
-        self._formats = [pg_adapt.PyFormat.AUTO] * len(names)
         self._name = f"inspector_{uuid.uuid4().hex[:16]}"
         #: The statement's name for each tuple of parameter types: parameters of other
         #: types (a None where a value was) make another statement.
@@ -187,10 +184,11 @@ class Libpq:
         info = connection.info
         transformer = info.get(self.TRANSFORMER)
         if transformer is None:
-            transformer = info[self.TRANSFORMER] = pg_adapt.Transformer(connection.dbapi_connection)
+            transformer = info[self.TRANSFORMER] = internals.transformer(
+                connection.dbapi_connection
+            )
             info[self.PREPARED] = set()
-        values = transformer.dump_sequence([params[name] for name in self._names], self._formats)
-        types = transformer.types
+        values, types, formats = internals.dump(transformer, [params[name] for name in self._names])
         name = self._statements.get(types)
         if name is None:
             name = f"{self._name}_{'_'.join(map(str, types))}".encode()
@@ -201,7 +199,7 @@ class Libpq:
             if name not in prepared:
                 _check(pgconn.prepare(name, self._sql, types))
                 prepared.add(name)
-            result = pgconn.exec_prepared(name, values, transformer.formats)
+            result = pgconn.exec_prepared(name, values, formats)
             if attempt == 1 and _forgotten(result):
                 prepared.clear()  # the server forgot every one of them: prepare again
                 continue
@@ -209,11 +207,8 @@ class Libpq:
         _check(result)
         if fetch is None:
             return int(result.command_tuples or 0), None
-        transformer.set_pgresult(result)
-        rows = transformer.load_rows(
-            0, min(1, result.ntuples) if fetch is FIRST else result.ntuples, tuple
-        )
-        transformer.set_pgresult(None)
+        count = min(1, result.ntuples) if fetch is FIRST else result.ntuples
+        rows = internals.load_rows(transformer, result, count)
         names = [result.fname(i).decode() for i in range(result.nfields)] if named else None
         return rows, names
 
@@ -229,4 +224,4 @@ def _forgotten(result) -> bool:
 def _check(result) -> None:
     """Raise the psycopg error of a failed result, as its cursor would."""
     if result.status not in (pq.ExecStatus.TUPLES_OK, pq.ExecStatus.COMMAND_OK):
-        raise pg_errors.error_from_result(result)
+        raise internals.error_from_result(result)
