@@ -5,10 +5,10 @@
 
 Workers run with INSPECTOR_FAULTS=skip_tasks: the transitions without their Ironic
 work, which is measured by the fleet benchmark. Measures, in one run: one tooz lock
-acquire+release (Redis), one compare-and-swap update (PostgreSQL), one put+get+ack
-(Redis and RabbitMQ); then transitions per second of real `inspector worker` processes
-(1 and 2 processes) on Redis+PostgreSQL and RabbitMQ+PostgreSQL, and the cost of one
-transition with a single worker thread.
+acquire+release (Redis), one compare-and-swap (PostgreSQL: the state with its request
+row, as a worker writes it), one put+get+ack (Redis and RabbitMQ); then transitions per
+second of real `inspector worker` processes (1 and 2 processes) on Redis+PostgreSQL and
+RabbitMQ+PostgreSQL, and the cost of one transition with a single worker thread.
 Targets: a transition costs at most 2x the sum of its parts (each a
 compare-and-swap; each of the two steps of an introspection, inspect and continue, a
 lock and a put+get+ack, shared with the follow-up applied in it); 2 processes give
@@ -329,7 +329,7 @@ def markdown(results):
         "| part | ms per operation |",
         "|---|---|",
         f"| tooz lock acquire+release (Redis) | {parts['lock_redis_ms']:.2f} |",
-        f"| compare-and-swap UPDATE (PostgreSQL) | {parts['cas_postgresql_ms']:.2f} |",
+        f"| compare-and-swap and request row (PostgreSQL) | {parts['cas_postgresql_ms']:.2f} |",
         f"| put+get+ack (Redis) | {parts['queue_redis_ms']:.2f} |",
         f"| put+get+ack (RabbitMQ) | {parts['queue_rabbitmq_ms']:.2f} |",
         "",

@@ -1,6 +1,7 @@
 """The durable store (SQLAlchemy 2 + alembic): models, engines, queries, migrations.
 
-Nothing outside this package sees SQLAlchemy; there is no module-level engine.
+Nothing outside this package sees SQLAlchemy, but the ironic-inspector importer
+(`inspector.migration`), which reads that database with it; there is no module-level engine.
 """
 
 from inspector.store.access import utcnow
