@@ -10,24 +10,23 @@ Requires: etcd3gw (`pip install 'ironic-ha-inspector[etcd]'`).
 """
 
 from inspector.coordination.drivers.common import ToozCoordinator, ToozLease
+from inspector.coordination.drivers.tooz_private import etcd3_forget, etcd3_lease_ttl
 
 
 class EtcdLease(ToozLease):
     """etcd3gw: its lock's heartbeat says True even when the lease had expired."""
 
     def _lost(self) -> str | None:
-        lock = self._lock
-        with lock._exclusive_access:
-            if not lock.acquired:
-                return ""
-            ttl = lock._lease.refresh()
+        ttl = etcd3_lease_ttl(self._lock)
+        if ttl is None:
+            return ""
         return "it had expired" if ttl <= 0 else None
 
     def release(self) -> None:
         super().release()
         # A lock whose release failed (it had expired) stays in the driver's list, whose
         # heartbeat would keep refreshing its dead lease.
-        self._lock._coord._acquired_locks.discard(self._lock)
+        etcd3_forget(self._lock)
 
 
 class Etcd3Coordinator(ToozCoordinator):

@@ -11,10 +11,10 @@ plus MEMCACHED_EXPIRY_SLACK unless the URL sets them.
 Requires: pymemcache (`pip install 'ironic-ha-inspector[memcached]'`).
 """
 
-import contextlib
 import logging
 
 from inspector.coordination.drivers.common import ToozCoordinator, ToozLease
+from inspector.coordination.drivers.tooz_private import memcached_forget, memcached_owner
 
 LOG = logging.getLogger(__name__)
 
@@ -30,7 +30,7 @@ class MemcachedLease(ToozLease):
 
     def _refresh(self) -> bool:
         lock = self._lock
-        client, member = lock.coord.client, lock.coord._member_id
+        client, member = lock.coord.client, memcached_owner(lock)
         value, cas = client.gets(lock.name)
         if value != member or not lock.acquired:
             return False
@@ -50,8 +50,7 @@ class MemcachedLease(ToozLease):
         except Exception as exc:
             LOG.warning("Cannot release lease %s (it will expire): %s", self._name, exc)
         finally:
-            with contextlib.suppress(ValueError):
-                lock.coord._acquired_locks.remove(lock)
+            memcached_forget(lock)
 
 
 class MemcachedCoordinator(ToozCoordinator):

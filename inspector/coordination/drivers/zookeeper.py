@@ -20,6 +20,11 @@ from inspector.coordination.drivers.common import (
     ToozLease,
     bounded,
 )
+from inspector.coordination.drivers.tooz_private import (
+    kazoo_client,
+    kazoo_lock,
+    skip_leaving_groups_on_stop,
+)
 from inspector.errors import ServiceUnavailable
 
 LOG = logging.getLogger(__name__)
@@ -41,7 +46,7 @@ class ZooKeeperLease(ToozLease):
         )
 
     def _lost(self) -> str | None:
-        recipe = self._lock._lock
+        recipe = kazoo_lock(self._lock)
         client = recipe.client
         if recipe.is_acquired and recipe.node is not None and client.connected:
             path = f"{recipe.path}/{recipe.node}"
@@ -53,7 +58,7 @@ class ZooKeeperLease(ToozLease):
     def release(self) -> None:
         # Disconnected, the release waits in its thread for the connection to come back
         # (or the session to expire, which frees the lock too).
-        connected = self._lock._client.connected
+        connected = kazoo_lock(self._lock).client.connected
         try:
             bounded(self._lock.release, CALL_TIMEOUT if connected else 0.0)
         except Exception as exc:
@@ -71,7 +76,7 @@ class ZooKeeperCoordinator(ToozCoordinator):
     def _started(self, driver) -> None:
         # kazoo pings on its own; tooz's heartbeat (a read) would only wait forever
         # while the connection is down.
-        self._kazoo = driver._coord
+        self._kazoo = kazoo_client(driver)
 
     def _check_connected(self) -> None:
         if self._kazoo is not None and not self._kazoo.connected:
@@ -84,11 +89,9 @@ class ZooKeeperCoordinator(ToozCoordinator):
         if kazoo is not None and not kazoo.connected:
             # tooz would leave each group and wait forever for the connection: the
             # members' nodes go with the session anyway.
-            driver._joined_groups.clear()
+            skip_leaving_groups_on_stop(driver)
 
     def _close(self, driver) -> None:
         """tooz's stop() stops kazoo's client without closing it."""
-        kazoo = getattr(driver, "_coord", None)
-        if kazoo is not None and hasattr(kazoo, "close"):
-            with contextlib.suppress(Exception):
-                kazoo.close()
+        with contextlib.suppress(Exception):
+            kazoo_client(driver).close()
