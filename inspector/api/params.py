@@ -20,6 +20,8 @@ _TRUE = {"1", "t", "true", "on", "y", "yes"}
 #: Deepest nesting a JSON body may have.
 MAX_DEPTH = 100
 _FALSE = {"0", "f", "false", "off", "n", "no"}
+#: The introspection states a listing may filter on.
+STATE_NAMES = frozenset(state.value for state in State)
 #: A JSON escape of a UTF-16 surrogate, and a surrogate left in a decoded string (a
 #: pair of escapes decodes to one character: only a lone one stays a surrogate).
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
@@ -91,7 +93,7 @@ def marker() -> str | None:
 def states() -> list[str]:
     values = [v for item in flask.request.args.getlist("state") for v in item.split(",") if v]
     for value in values:
-        if value not in State._value2member_map_:
+        if value not in STATE_NAMES:
             known = ", ".join(s.value for s in State)
             raise BadRequest(f"Invalid state {value!r}: known states are {known}")
     return values

@@ -7,10 +7,10 @@ redelivered request is always recognised. Returns frozen records; never commits.
 import dataclasses
 from datetime import datetime
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from inspector.machine import UNFINISHED, RequestStatus
+from inspector.machine import RequestStatus
 from inspector.store.models import Request
 
 
@@ -66,16 +66,6 @@ def record(
 def find(session: Session, request_id: str) -> RequestRecord | None:
     row = session.get(Request, request_id, populate_existing=True)
     return None if row is None else RequestRecord.from_model(row)
-
-
-def finish(session: Session, request_id: str, *, now: datetime) -> None:
-    """Mark an applied request done (its task ran and its follow-ups are queued)."""
-    session.execute(
-        update(Request)
-        .where(Request.request_id == request_id, Request.status.in_(UNFINISHED))
-        .values(status=RequestStatus.DONE, done_at=now)
-        .execution_options(synchronize_session=False)
-    )
 
 
 def history(session: Session, node_uuid: str) -> list[RequestRecord]:

@@ -42,6 +42,9 @@ from inspector.worker.tasks import Runner
 
 LOG = logging.getLogger(__name__)
 
+#: The names of the events a request may carry (besides the removals).
+EVENT_NAMES = frozenset(event.value for event in Event)
+
 #: Requests that still cannot be applied after this many attempts are dead-lettered.
 MAX_ATTEMPTS = 200
 #: The suffix of the request id under which a failed task's `error` is committed.
@@ -320,7 +323,7 @@ class Handler:
 
 
 def _is_event(name: str) -> bool:
-    return name in Event._value2member_map_
+    return name in EVENT_NAMES
 
 
 def _event_name(request: Request | None) -> str:
