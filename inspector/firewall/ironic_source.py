@@ -17,7 +17,9 @@ from typing import Any
 
 from oslo_config import cfg
 
+from inspector.errors import ServiceUnavailable
 from inspector.firewall.sources import MacList
+from inspector.lifecycle import Outages
 
 LOG = logging.getLogger(__name__)
 
@@ -44,12 +46,24 @@ class Snapshot:
     ports: Mapping[str, tuple[str, str]]
 
 
-def reconcile(ironic, interfaces: Iterable[str]) -> Callable[[], Snapshot]:
+def reconcile(
+    ironic, interfaces: Iterable[str], outages: Outages | None = None
+) -> Callable[[], Snapshot]:
     """A full reconcile: the nodes in each inspection state, then every port, each a
-    paginated listing with `fields=` cut to what the filter needs (never a call per node)."""
+    paginated listing with `fields=` cut to what the filter needs (never a call per node).
+    The client retries each request within Ironic's budget ([ironic] max_retries x
+    retry_interval): when it gives up, so does the process (`outages`), which closes."""
     wanted = frozenset(interfaces)
 
     def fetch() -> Snapshot:
+        try:
+            return _fetch()
+        except ServiceUnavailable as exc:
+            if outages is not None:
+                outages.give_up("Ironic", exc.message)
+            raise
+
+    def _fetch() -> Snapshot:
         inspecting = set()
         for state in INSPECTING:
             for node in ironic.iter_nodes(
@@ -239,7 +253,7 @@ def attach(firewall, ironic, conf: cfg.ConfigOpts, channel=None, **watch: Any) -
     firewall.allow_unknown = view.allows_unknown
     firewall.watch(
         view,
-        reconcile(ironic, view.interfaces),
+        reconcile(ironic, view.interfaces, watch.get("outages")),
         conf.firewall.blacklist_sync_period,
         leader_period=conf.firewall.whitelist_sync_period,
         **watch,

@@ -5,10 +5,12 @@ ironic-pxe-filter treats them, and the manager opening with them."""
 
 import pytest
 
+from inspector.errors import ServiceUnavailable
 from inspector.firewall import ironic_source
 from inspector.firewall.ironic_source import IronicInspections, Snapshot, reconcile
 from inspector.firewall.sources import MacList
 from inspector.ironic import Ironic
+from inspector.lifecycle import Lifecycle, Outages, RetryPolicy
 from tests.fakes.dlm import FakeDLM
 from tests.fakes.ironic import FakeIronic
 from tests.integration.cluster import wait_for
@@ -96,6 +98,18 @@ def test_reconcile_makes_the_same_few_calls_whatever_the_number_of_nodes():
     found = reconcile(ironic, ["agent"])()
     assert len(found.inspecting) == 150 and len(found.ports) == 300
     assert [call.name for call in ironic.history] == ["iter_nodes", "iter_nodes", "iter_ports"]
+
+
+def test_ironic_given_up_by_its_client_stops_the_process():
+    ironic = FakeIronic()
+    ironic.fail_next()
+    lifecycle = Lifecycle()
+    outages = Outages(lifecycle, {"Ironic": RetryPolicy(3, 1.0)})
+    with pytest.raises(ServiceUnavailable):
+        reconcile(ironic, ["agent"], outages)()
+    # The client already retried within the budget: no second round.
+    assert lifecycle.shutdown.is_set() and lifecycle.exit_status == 1
+    assert "gave up on Ironic" in lifecycle.reason
 
 
 # The lists and the unknown MACs.
