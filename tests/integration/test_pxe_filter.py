@@ -4,7 +4,8 @@ Ironic's own built-in inspection (Ironic 2026.1 and later), in place of ironic-p
 A real Ironic 39 (tests/integration/ironic_lab.py: the agent inspect interface on fake
 hardware, versioned notifications to the test RabbitMQ) and three PXE hosts in network
 namespaces (tests/integration/firewall_lab.py), each with a real dnsmasq and an
-`inspector pxe-filter` (nftables) in front of it; no database, no work queue. The node
+`inspector pxe-filter` in front of it (nftables; the first test with iptables and with
+the dnsmasq driver's hostsdir too); no database, no work queue. The node
 put under inspection in Ironic gets a lease from exactly one host, within a second of
 Ironic's notification; a node not under inspection gets none; the ramdisk's post to
 Ironic's /v1/continue_inspection takes the node back to `manageable` and its MAC is
@@ -67,8 +68,11 @@ def api(ironic):
 
 
 @pytest.fixture
-def lab(tmp_path):
-    lab = Lab(tmp_path).up()
+def lab(request, tmp_path):
+    """The PXE hosts, for the driver a test names (indirect parameter; else nftables)."""
+    driver = getattr(request, "param", DRIVER)
+    lab = Lab(tmp_path, hostsdir=driver == "dnsmasq").up()
+    lab.driver = driver
     yield lab
     lab.down()
 
@@ -78,7 +82,7 @@ class Filters:
 
     def __init__(self, tmp_path, lab, service, rabbitmq_url, redis_url, **sections) -> None:
         url, topic = service
-        self.tmp_path, self.lab = tmp_path, lab
+        self.tmp_path, self.lab, self.driver = tmp_path, lab, lab.driver
         self.channel_topic = f"inspector_firewall_{uuid.uuid4().hex[:8]}"
         self.rabbitmq_url = rabbitmq_url
         self.sections = {
@@ -105,7 +109,9 @@ class Filters:
         self._logs: list = []
 
     def start(self, host) -> subprocess.Popen:
-        options = worker_options(host, DRIVER, {"pxe_filter": {"whitelist_source": "ironic"}})
+        options = worker_options(host, self.driver, {"pxe_filter": {"whitelist_source": "ironic"}})
+        if host.hostsdir is not None:
+            options["dnsmasq_pxe_filter"] = {"dhcp_hostsdir": str(host.hostsdir)}
         for section, values in self.sections.items():
             options.setdefault(section, {}).update(values)
         config = self.tmp_path / f"pxe-filter-{host.index}.conf"
@@ -147,14 +153,28 @@ class Filters:
         )
 
     def open_hosts(self) -> list:
-        return [host for host in self.lab.hosts if is_open(host, DRIVER)]
+        return [host for host in self.lab.hosts if is_open(host, self.driver)]
 
     def in_place(self):
         """The one open host, once every host filters and exactly one is open."""
-        if all(is_filtered(host, DRIVER) for host in self.lab.hosts):
+        if all(is_filtered(host, self.driver) for host in self.lab.hosts):
             opened = self.open_hosts()
             return opened[0] if len(opened) == 1 else None
         return None
+
+    def ready(self) -> bool:
+        """Every host filtering, one open (dnsmasq: an open hostsdir that answers nobody
+        looks like a closed one, until a node is under inspection)."""
+        if self.driver == "dnsmasq":
+            return all(is_filtered(host, self.driver) for host in self.lab.hosts)
+        return self.in_place() is not None
+
+    def allows(self, host, mac: str) -> bool:
+        return mac in listed(host, self.driver, "whitelist")
+
+    def allowing(self, mac: str) -> list:
+        """The hosts whose firewall lets mac through."""
+        return [host for host in self.lab.hosts if self.allows(host, mac)]
 
 
 @contextlib.contextmanager
@@ -165,7 +185,7 @@ def pxe_filters(tmp_path, lab, service, rabbitmq_url, redis_url, **sections):
         for host in lab.hosts:
             filters.start(host)
         wait_for(
-            filters.in_place, 30, 0.1, lambda: f"every host filtering, one open\n{filters.logs()}"
+            filters.ready, 30, 0.1, lambda: f"every host filtering, one open\n{filters.logs()}"
         )
         yield filters
     finally:
@@ -199,15 +219,12 @@ def continue_inspection(api: IronicAPI, mac: str) -> float:
     return time.monotonic()
 
 
-def whitelisted(host, mac: str) -> bool:
-    return mac in listed(host, DRIVER, "whitelist")
-
-
 def enrolled(api: IronicAPI) -> tuple[dict, str]:
     node = api.enroll(inspect_interface="agent")
     return node, api.node_ports(node["uuid"])[0]["address"]
 
 
+@pytest.mark.parametrize("lab", ["nftables", "iptables", "dnsmasq"], indirect=True)
 def test_ironic_inspection_opens_one_host_for_the_node_and_closes_after(
     tmp_path, lab, api, ironic, rabbitmq_server, redis_server
 ):
@@ -220,10 +237,10 @@ def test_ironic_inspection_opens_one_host_for_the_node_and_closes_after(
         assert lab.lease(unknown) is None
 
         seen = inspect(api, node)
-        leader = wait_for(filters.in_place, 5, 0.02, "one open host")
         allowed = wait_for(
-            lambda: whitelisted(leader, mac) and time.monotonic(), 10, 0.02, f"{mac} allowed"
+            lambda: filters.allowing(mac) and time.monotonic(), 10, 0.02, f"{mac} allowed"
         )
+        (leader,) = filters.allowing(mac)
         lease = lab.lease(mac)
         assert lease is not None and lease["server"] == leader.address, lease
         with lab.sampling(mac) as samples:
@@ -237,7 +254,7 @@ def test_ironic_inspection_opens_one_host_for_the_node_and_closes_after(
 
         left = continue_inspection(api, mac)
         denied = wait_for(
-            lambda: not whitelisted(leader, mac) and time.monotonic(), 10, 0.02, f"{mac} denied"
+            lambda: not filters.allowing(mac) and time.monotonic(), 10, 0.02, f"{mac} denied"
         )
         assert lab.lease(mac) is None
         assert lab.lease(unknown) is None
@@ -258,7 +275,7 @@ def test_the_open_host_killed_another_opens_and_the_node_still_boots(
     with pxe_filters(tmp_path, lab, ironic, rabbitmq_server, redis_server) as filters:
         inspect(api, node)
         leader = wait_for(
-            lambda: (host := filters.in_place()) and whitelisted(host, mac) and host,
+            lambda: (host := filters.in_place()) and filters.allows(host, mac) and host,
             10,
             0.02,
             f"{mac} allowed on the open host",
@@ -297,12 +314,15 @@ def test_without_notifications_within_one_sync_period(
         seen = inspect(api, node)
         leader = filters.in_place()
         allowed = wait_for(
-            lambda: whitelisted(leader, mac) and time.monotonic(), PERIOD + 10, 0.05, "allowed"
+            lambda: filters.allows(leader, mac) and time.monotonic(), PERIOD + 10, 0.05, "allowed"
         )
         assert lab.lease(mac) is not None
         left = continue_inspection(api, mac)
         denied = wait_for(
-            lambda: not whitelisted(leader, mac) and time.monotonic(), PERIOD + 10, 0.05, "denied"
+            lambda: not filters.allows(leader, mac) and time.monotonic(),
+            PERIOD + 10,
+            0.05,
+            "denied",
         )
         allowed, denied = allowed - seen, denied - left
         print(
@@ -332,7 +352,7 @@ def test_ironic_down_the_firewall_stays_for_the_outage_budget_then_closes(
         ) as filters:
             inspect(api, node)
             leader = wait_for(
-                lambda: (host := filters.in_place()) and whitelisted(host, mac) and host,
+                lambda: (host := filters.in_place()) and filters.allows(host, mac) and host,
                 10,
                 0.02,
                 "the node allowed",
@@ -341,7 +361,7 @@ def test_ironic_down_the_firewall_stays_for_the_outage_budget_then_closes(
             down = time.monotonic()
             while time.monotonic() - down < retries * interval - 1:
                 # The firewall's state, read back again and again through the outage.
-                assert filters.in_place() is leader and whitelisted(leader, mac), filters.logs()
+                assert filters.in_place() is leader and filters.allows(leader, mac), filters.logs()
             closed = wait_for(
                 lambda: not filters.open_hosts() and time.monotonic(),
                 retries * interval + 10,
