@@ -119,8 +119,9 @@ class FirewallManager(Reporting):
     ) -> None:
         """Poll `fetch` into `target` every `period` seconds (0: never); the whitelist
         only while this process leads. A source of both lists (Ironic's inspections)
-        gives `leader_period`, its period while leading, and is polled at each election."""
-        if period <= 0 and not leader_period:
+        gives `leader_period`, its period while leading, and is polled at each election
+        (even with both periods 0)."""
+        if period <= 0 and leader_period is None:
             return
         every: float | Callable[[], float] = period
         if leader_period is not None:

@@ -244,3 +244,24 @@ def test_the_leader_opens_for_ironic_inspections_and_unknown_macs_follow_them(co
         assert rules.deny_unknown and MAC_A in rules.blacklist
     finally:
         host.stop()
+
+
+def test_without_periods_the_leader_still_reconciles_once_when_elected(conf):
+    ironic = FakeIronic()
+    ironic.add_port(ironic.add_node(uuid=A, provision_state="inspecting").uuid, MAC_A)
+    conf.set_override("whitelist_sync_period", 0, group="firewall")
+    conf.set_override("blacklist_sync_period", 0, group="firewall")
+    host = Host(FakeDLM(), "host", Log())
+    ironic_source.attach(host.manager, ironic, conf)
+    host.start()
+    try:
+        rules = wait_for(
+            lambda: (r := host.driver.state) is not None and r.open and r,
+            5,
+            0.01,
+            "the leader open",
+        )
+        assert rules.whitelist == {MAC_A}
+        assert [call.name for call in ironic.history] == ["iter_nodes", "iter_nodes", "iter_ports"]
+    finally:
+        host.stop()
