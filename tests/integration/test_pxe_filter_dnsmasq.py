@@ -13,7 +13,7 @@ import subprocess
 import pytest
 
 from inspector.firewall.drivers.dnsmasq import DnsmasqDriver
-from inspector.firewall.rules import RuleSet
+from inspector.firewall.ruleset import RuleSet
 from tests.conftest import service_unavailable
 from tests.integration.ironic_lab import IRONIC_VENV
 
