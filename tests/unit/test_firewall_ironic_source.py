@@ -100,6 +100,20 @@ def test_reconcile_makes_the_same_few_calls_whatever_the_number_of_nodes():
     assert [call.name for call in ironic.history] == ["iter_nodes", "iter_nodes", "iter_ports"]
 
 
+def test_the_ports_are_listed_once_a_period_the_nodes_at_every_reconcile(clock):
+    ironic = FakeIronic()
+    ironic.add_port(ironic.add_node(uuid=A, provision_state="inspect wait").uuid, MAC_A)
+    fetch = reconcile(ironic, ["agent"], ports_every=15, clock=clock)
+    assert fetch().ports == {next(iter(ironic.ports)): (A, MAC_A)}
+    clock.now += 10
+    light = fetch()
+    assert light.inspecting == {A} and light.ports is None
+    clock.now += 5
+    assert fetch().ports is not None
+    full, light = ["iter_nodes", "iter_nodes", "iter_ports"], ["iter_nodes", "iter_nodes"]
+    assert [call.name for call in ironic.history] == [*full, *light, *full]
+
+
 def test_ironic_given_up_by_its_client_stops_the_process():
     ironic = FakeIronic()
     ironic.fail_next()
@@ -134,6 +148,13 @@ def test_unknown_macs_boot_only_while_a_node_is_under_inspection_or_discovery_is
     assert not view.allows_unknown()
     view.discovery = True
     assert view.allows_unknown()
+
+
+def test_a_reconcile_without_ports_keeps_the_known_ones(view):
+    view.replace(snapshot([], p1=(A, MAC_A), p3=(B, MAC_B)), started=view.clock())
+    assert view.replace(Snapshot(frozenset([A]), None), started=view.clock())
+    assert view.whitelist.macs() == {MAC_A}
+    assert view.blacklist.macs() == {MAC_A, MAC_B}
 
 
 def test_an_unchanged_reconcile_changes_nothing(view):
