@@ -65,15 +65,15 @@ def problems(conf: cfg.ConfigOpts) -> list[str]:
                 "introspection from Inspector's database, and [database] connection is "
                 "not set: set it to the workers' database, or whitelist_source = ironic"
             )
-    else:
-        if not conf.firewall.whitelist_sync_period and not conf.firewall.ironic_topic:
-            found.append(
-                "[firewall] whitelist_sync_period = 0 and no [firewall] ironic_topic: "
-                "nothing would tell the firewall which nodes Ironic inspects; set either"
-            )
-        problem = LazyIronic(conf).check()
-        if problem:
-            found.append(problem)
+    elif not conf.firewall.whitelist_sync_period and not conf.firewall.ironic_topic:
+        found.append(
+            "[firewall] whitelist_sync_period = 0 and no [firewall] ironic_topic: "
+            "nothing would tell the firewall which nodes Ironic inspects; set either"
+        )
+    # Ironic's ports are the blacklist whatever the whitelist's source.
+    problem = LazyIronic(conf).check()
+    if problem:
+        found.append(problem)
     return found
 
 

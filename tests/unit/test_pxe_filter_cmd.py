@@ -70,14 +70,17 @@ def test_one_host_may_elect_in_process_when_it_says_it_is_alone(tmp_path):
     assert pxe_filter_cmd.problems(conf) == []
 
 
-def test_the_inspector_source_needs_the_database_and_not_ironic(tmp_path):
+def test_the_inspector_source_needs_the_database_and_ironic_for_the_blacklist(tmp_path):
     sections = merged(
         pxe_filter={"whitelist_source": "inspector"},
         database={"connection": "postgresql+psycopg://u:p@db/inspector"},
-        ironic={"auth_type": "", "endpoint_override": ""},
     )
     conf, _ = load(tmp_path, sections)
     assert pxe_filter_cmd.problems(conf) == []
+    sections["ironic"] = {"auth_type": "", "endpoint_override": ""}
+    conf, _ = load(tmp_path, sections)
+    (problem,) = pxe_filter_cmd.problems(conf)
+    assert problem.startswith("Ironic is not configured: [ironic]")
 
 
 def test_the_deployment_doc_configuration_starts(tmp_path):
