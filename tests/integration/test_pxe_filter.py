@@ -5,14 +5,16 @@ A real Ironic 39 (tests/integration/ironic_lab.py: the agent inspect interface o
 hardware, versioned notifications to the test RabbitMQ) and three PXE hosts in network
 namespaces (tests/integration/firewall_lab.py), each with a real dnsmasq and an
 `inspector pxe-filter` in front of it (nftables; the first test with iptables and with
-the dnsmasq driver's hostsdir too); no database, no work queue. The node
-put under inspection in Ironic gets a lease from exactly one host, within a second of
-Ironic's notification; a node not under inspection gets none; the ramdisk's post to
-Ironic's /v1/continue_inspection takes the node back to `manageable` and its MAC is
-denied again. The open host killed with SIGKILL: another opens, the node still gets
-its lease, never two hosts answering one DISCOVER (sampled every 50 ms). Notifications
-off: the same within one sync period. Ironic unreachable: the firewall stays as it
-was for the outage budget, then every host closes.
+the dnsmasq driver's hostsdir too); no database, no work queue. The node put under
+inspection in Ironic gets a lease from exactly one host, within a second of Ironic's
+notification; a node not under inspection gets none; the ramdisk's post to Ironic's
+/v1/continue_inspection takes the node back to `manageable` and its MAC is denied
+again. The open host killed with SIGKILL: another opens, the node still gets its lease,
+never two hosts answering one DISCOVER (sampled every 50 ms). Notifications off: the
+same within one sync period. Ironic unreachable: the firewall stays as it was for the
+outage budget, then every host closes. Last, with whitelist_source = inspector: the
+firewall of our own introspections (through our API and workers) on hosts that run no
+worker.
 """
 
 import contextlib
@@ -26,7 +28,15 @@ import uuid
 import pytest
 
 from tests.conftest import IronicAPI
-from tests.integration.cluster import INSPECTOR, ROOT, coordination_url, render_config, wait_for
+from tests.integration.cluster import (
+    INSPECTOR,
+    ROOT,
+    coordination_url,
+    render_config,
+    running_deployment,
+    start,
+    wait_for,
+)
 from tests.integration.firewall_lab import Lab, is_filtered, is_open, listed, worker_options
 from tests.integration.ironic_lab import (
     CONTINUE_INSPECTION_VERSION,
@@ -35,6 +45,7 @@ from tests.integration.ironic_lab import (
     rabbit_url,
 )
 from tests.integration.proxy import TcpProxy
+from tests.integration.test_firewall_dhcp import OPTIONS as DHCP_OPTIONS
 
 pytestmark = pytest.mark.integration
 
@@ -372,3 +383,57 @@ def test_ironic_down_the_firewall_stays_for_the_outage_budget_then_closes(
             statuses = [process.wait(30) for process in filters.processes.values()]
             assert statuses == [1, 1, 1], filters.logs()
             assert "gave up on Ironic" in filters.logs()
+
+
+def start_filter(cluster, host):
+    """`inspector pxe-filter` (whitelist_source = inspector) for host, with the
+    deployment's configuration: the firewall of our own introspections."""
+    path = cluster.tmp_path / f"pxe-filter-{host.index}.conf"
+    options = worker_options(host, DRIVER, {"pxe_filter": {"whitelist_source": "inspector"}})
+    path.write_text(render_config(options))
+    args = [*INSPECTOR, "pxe-filter", "--config-file", str(cluster.config_path)]
+    return cluster._spawn("pxe-filter", [*args, "--config-file", str(path)])
+
+
+def test_our_introspection_is_answered_by_one_pxe_filter_host(
+    tmp_path, lab, postgresql_admin, rabbitmq_server, redis_server, ironic_url, ironic_api
+):
+    node = ironic_api.enroll(macs=1)
+    mac = ironic_api.node_ports(node["uuid"])[0]["address"]
+    with running_deployment(
+        tmp_path,
+        postgresql_admin,
+        queue_url=rabbitmq_server,
+        redis_url=redis_server,
+        ironic_url=ironic_url,
+        apis=1,
+        workers=1,
+        # The whitelist from the workers' announcements alone: the channel must carry it.
+        options=DHCP_OPTIONS,
+    ) as cluster:
+        filters = [start_filter(cluster, host) for host in lab.hosts]
+        leader = wait_for(
+            lambda: (
+                all(is_filtered(host, DRIVER) for host in lab.hosts)
+                and len(opened := [h for h in lab.hosts if is_open(h, DRIVER)]) == 1
+                and opened[0]
+            ),
+            30,
+            message=lambda: f"one pxe-filter host open\n{cluster.logs()}",
+        )
+        start(cluster, node["uuid"])
+        wait_for(
+            lambda: mac in listed(leader, DRIVER, "whitelist"),
+            10,
+            message=lambda: (
+                f"{mac} whitelisted through the workers' announcement\n{cluster.logs()}"
+            ),
+        )
+        lease = lab.lease(mac)
+        assert lease is not None and lease["server"] == leader.address, lease
+        assert not any(host.heard(mac) for host in lab.hosts if host is not leader)
+        status = cluster.run("status", "--wait", "2")
+        rows = [line.split() for line in status.stdout.splitlines() if line.startswith("host")]
+        assert sorted(row[0] for row in rows) == ["host1", "host2", "host3"], status.stdout
+        assert [row[3] for row in rows].count("open") == 1, status.stdout
+        assert all(process.alive() for process in filters)
