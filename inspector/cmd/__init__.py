@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from inspector import __version__
-from inspector.cmd import config_cmd, db_cmd, service_cmd, status_cmd
+from inspector.cmd import config_cmd, db_cmd, pxe_filter_cmd, service_cmd, status_cmd
 from inspector.errors import ConfigError, InspectorError
 
 LOG = logging.getLogger(__name__)
@@ -70,7 +70,7 @@ def _parser() -> argparse.ArgumentParser:
         help="a directory of *.conf files, read after the files before it",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (service_cmd, db_cmd, config_cmd, status_cmd):
+    for module in (service_cmd, pxe_filter_cmd, db_cmd, config_cmd, status_cmd):
         module.add_parsers(commands)
     return parser
 

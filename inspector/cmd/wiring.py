@@ -19,7 +19,7 @@ from inspector.broker.tls import Tls
 from inspector.coordination import backends as dlm
 from inspector.coordination.election import Election
 from inspector.errors import ConfigError
-from inspector.firewall import demand, drivers, manager, sources
+from inspector.firewall import demand, drivers, ironic_source, manager, sources
 from inspector.ironic.lazy import LazyIronic
 from inspector.lifecycle import Lifecycle, Outages, RetryPolicy
 from inspector.notifications import drivers as notification_drivers
@@ -164,22 +164,23 @@ def start_firewall(
     firewall: manager.FirewallManager,
     election: Election,
     *,
-    db: Store,
+    db: Store | None,
     ironic: LazyIronic | None,
     channel: channels.Channel | None,
     budget: Outages,
     lifecycle: Lifecycle,
 ) -> None:
     """The firewall's sources (polls and channel), its thread, then its election. The
-    noop driver polls nothing: nothing would use what the polls read (above all a
-    listing of every Ironic port each period), and does not run for the leadership: a
-    noop leader would keep every real host's PXE service closed; it still answers
-    status requests. A real driver stamps that this host applies announcements
-    (firewall.demand), and, when it is the first to, waits until the announcers have
-    read it before its election."""
+    noop driver polls nothing (nothing would use what the polls read, above all a listing
+    of every Ironic port each period) and does not run for the leadership (a noop leader
+    would keep every real host's PXE service closed); it answers status requests. A real
+    driver with a store stamps that this host applies announcements (firewall.demand)
+    and, if the first to, waits until the announcers have read it before its election."""
     group = conf.firewall
     polls = firewall.driver.name != "noop"
-    if polls:
+    if polls and conf.pxe_filter.whitelist_source == "ironic":  # both lists from Ironic
+        ironic_source.attach(firewall, ironic, conf, channel, outages=budget, service="Ironic")
+    elif polls:
         firewall.watch(
             firewall.whitelist,
             sources.introspected_macs(db),
@@ -187,18 +188,18 @@ def start_firewall(
             outages=budget,
             service="database",
         )
-    if polls and ironic is not None:
-        firewall.watch(
-            firewall.blacklist,
-            sources.ironic_ports(ironic),
-            group.blacklist_sync_period,
-            outages=budget,
-            service="Ironic",
-        )
+        if ironic is not None:
+            firewall.watch(
+                firewall.blacklist,
+                sources.ironic_ports(ironic),
+                group.blacklist_sync_period,
+                outages=budget,
+                service="Ironic",
+            )
     wait = 0.0
     if channel is not None:
         firewall.listen(channel)
-        if polls:
+        if polls and db is not None:
             stamper = demand.Stamper(db, conf.host)
             wait = stamper.first()
             firewall.stamp_every(stamper, demand.STAMP_PERIOD)

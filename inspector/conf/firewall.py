@@ -19,8 +19,10 @@ OPTS = [
         default=15.0,
         min=0.0,
         max=30.0,
-        help="Seconds between two polls of the store for the whitelist. "
-        "0 disables polling (the pub-sub channel alone keeps it current).",
+        help="Seconds between two polls of the store for the whitelist "
+        "([pxe_filter] whitelist_source = ironic: between two full reconciles of the "
+        "firewall leader with Ironic's nodes and ports). 0 disables polling (the pub-sub "
+        "channel alone keeps it current).",
     ),
     cfg.BoolOpt(
         "channel_enabled",
@@ -47,7 +49,9 @@ OPTS = [
         default="",
         help="Topic of Ironic's versioned notifications "
         "(ironic_versioned_notifications) on the channel's broker: ports created, "
-        "updated or deleted in Ironic reach the blacklist at once. Empty: not listened "
+        "updated or deleted in Ironic reach the blacklist at once (and, with "
+        "[pxe_filter] whitelist_source = ironic, nodes entering or leaving inspection "
+        "the whitelist). Empty: not listened "
         "to. Set it only when Ironic sends them ([DEFAULT] notification_level = info, "
         "[oslo_messaging_notifications] driver = messagingv2) to the same RabbitMQ, "
         "with the same [oslo_messaging_rabbit] amqp_durable_queues as Ironic.",

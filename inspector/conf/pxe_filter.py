@@ -1,4 +1,5 @@
-"""[pxe_filter] options: which firewall driver guards the PXE/DHCP service."""
+"""[pxe_filter] options: which firewall driver guards the PXE/DHCP service, and whose
+inspections it lets boot (ours, or Ironic's own built-in inspection)."""
 
 from oslo_config import cfg
 
@@ -22,6 +23,37 @@ OPTS = [
         "deny_unknown_macs",
         default=False,
         help="Block MACs that Ironic does not know (turns discovery off).",
+    ),
+    cfg.StrOpt(
+        "whitelist_source",
+        default="inspector",
+        choices=[
+            ("inspector", "the nodes under introspection by Inspector (its database)"),
+            (
+                "ironic",
+                "the nodes Ironic itself is inspecting (provision state `inspect wait` "
+                "or `inspecting`), read from Ironic's API and notifications: the HA "
+                "replacement of Ironic's ironic-pxe-filter (Ironic 2026.1 and later)",
+            ),
+        ],
+        help="Whose inspections the firewall lets PXE-boot. With `ironic`, MACs Ironic "
+        "does not know are answered on the open host only while auto_discovery is true "
+        "or some node is under inspection (as ironic-pxe-filter does), never with "
+        "deny_unknown_macs.",
+    ),
+    cfg.ListOpt(
+        "inspect_interfaces",
+        default=["agent"],
+        help="With whitelist_source = ironic: the inspect interfaces whose nodes are "
+        "let through while inspecting (ironic-pxe-filter's "
+        "supported_inspect_interfaces).",
+    ),
+    cfg.BoolOpt(
+        "auto_discovery",
+        default=False,
+        help="With whitelist_source = ironic: set it as Ironic's [auto_discovery] "
+        "enabled. True: the open host answers MACs Ironic does not know even while no "
+        "node is under inspection (unless deny_unknown_macs).",
     ),
     cfg.StrOpt(
         "root_helper",

@@ -10,7 +10,6 @@ in the lease (RuleSet.open_until), and the kernel closes them then, before the D
 give the lease to another host.
 """
 
-import dataclasses
 import logging
 import math
 import threading
@@ -21,9 +20,9 @@ from inspector.broker import channels
 from inspector.coordination.election import SAFETY, Leadership
 from inspector.errors import ConfigError, FirewallError, InspectorError
 from inspector.firewall.drivers import Driver
+from inspector.firewall.reporting import Reporting
 from inspector.firewall.ruleset import RuleSet
 from inspector.firewall.sources import Feed, MacList, Poller
-from inspector.firewall.status import Status
 from inspector.lifecycle import Lifecycle, Outages
 
 LOG = logging.getLogger(__name__)
@@ -40,7 +39,7 @@ VERIFY_PERIOD = 10.0
 CLOSE_BOUND = 20.0
 
 
-class FirewallManager:
+class FirewallManager(Reporting):
     """Owns the desired rule set and every apply; `lead` is the Election's body."""
 
     def __init__(
@@ -59,6 +58,8 @@ class FirewallManager:
         self.driver = driver
         self.lifecycle = lifecycle
         self.deny_unknown = deny_unknown
+        #: Whether MACs in neither list are answered while open (unless deny_unknown).
+        self.allow_unknown: Callable[[], bool] = lambda: True
         self.host = host
         self.member = member
         self.lease_seconds = lease_seconds
@@ -112,18 +113,24 @@ class FirewallManager:
         fetch: Callable[[], Mapping[str, Iterable[str]]],
         period: float,
         *,
+        leader_period: float | None = None,
         outages: Outages | None = None,
         service: str = "",
     ) -> None:
         """Poll `fetch` into `target` every `period` seconds (0: never); the whitelist
-        only while this process leads. `service` names the backend for `outages`."""
-        if period <= 0:
+        only while this process leads. A source of both lists (Ironic's inspections)
+        gives `leader_period`, its period while leading, and is polled at each election
+        (even with both periods 0). `service` names the backend for `outages`."""
+        if period <= 0 and leader_period is None:
             return
+        every: float | Callable[[], float] = period
+        if leader_period is not None:
+            every = lambda: leader_period if self.is_leader() else period  # noqa: E731
         leader_only = target is self.whitelist
         poller = Poller(
             target,
             fetch,
-            period,
+            every,
             on_change=self.wake,
             lifecycle=self.lifecycle,
             outages=outages,
@@ -131,7 +138,7 @@ class FirewallManager:
             active=self.is_leader if leader_only else lambda: True,
         )
         self._pollers.append(poller)
-        if leader_only:
+        if leader_only or leader_period is not None:
             self._whitelist_poller = poller
 
     def listen(self, channel: channels.Channel) -> None:
@@ -189,7 +196,7 @@ class FirewallManager:
             self.whitelist.macs(),
             blacklist,
             open=True,
-            deny_unknown=self.deny_unknown,
+            deny_unknown=self.deny_unknown or not self.allow_unknown(),
             open_until=self._open_until(leadership),
         )
 
@@ -323,35 +330,3 @@ class FirewallManager:
                 self._close()
             if verify:
                 verified = time.monotonic()
-
-    # -- status -----------------------------------------------------------------------------
-
-    def status(self) -> Status:
-        with self._guard:
-            applied, leadership = self._applied, self._leadership
-            return Status(
-                host=self.host,
-                member=self.member,
-                driver=self.driver.name,
-                open=applied is not None and applied.open,
-                leader=leadership is not None,
-                term=leadership.term if leadership is not None else None,
-                open_until=applied.open_until if applied is not None else None,
-                whitelist=len(applied.whitelist) if applied is not None else 0,
-                blacklist=len(applied.effective_blacklist) if applied is not None else 0,
-                whitelist_synced_at=self.whitelist.synced_at,
-                blacklist_synced_at=self.blacklist.synced_at,
-                heard_at=max(
-                    (t for t in (self.whitelist.heard_at, self.blacklist.heard_at) if t),
-                    default=None,
-                ),
-                applied_at=self._applied_at,
-                error=self._error,
-                apply_seconds=self._apply_seconds,
-            )
-
-    def answer(self, request_id: str) -> None:
-        """A status request heard on the channel: publish this process's status."""
-        if self.channel is not None:
-            payload = {"request_id": request_id, **dataclasses.asdict(self.status())}
-            self.channel.publish(channels.STATUS, payload)

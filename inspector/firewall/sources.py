@@ -5,9 +5,11 @@ Owns merging the two into one MacList each; must not apply anything (the manager
 """
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from inspector.broker import channels
 from inspector.errors import InspectorError, ServiceUnavailable
@@ -21,6 +23,9 @@ LOG = logging.getLogger(__name__)
 STORE_PAGE = 500
 #: Ports per page when the blacklist is polled from Ironic.
 IRONIC_PAGE = 1000
+#: Seconds between two looks at a period that may change (a source of both lists polls
+#: more often while its process leads).
+PERIOD_STEP = 1.0
 
 
 def _normal(macs: Iterable[str], owner: str) -> frozenset[str]:
@@ -125,14 +130,15 @@ def introspected_macs(store) -> Callable[[], dict[str, list[str]]]:
 
 
 class Poller:
-    """Polls one source every `period` seconds into a MacList, in its own thread;
-    `active()` false skips a turn (the whitelist is only needed by the leader)."""
+    """Polls one source every `period` seconds (or `period()`, looked at every
+    PERIOD_STEP) into a MacList (or whatever has its name, clock and replace), in its
+    own thread; `active()` false skips a turn (the whitelist is only needed by the leader)."""
 
     def __init__(
         self,
         target: MacList,
-        fetch: Callable[[], Mapping[str, Iterable[str]]],
-        period: float,
+        fetch: Callable[[], Any],
+        period: float | Callable[[], float],
         *,
         on_change: Callable[[], None],
         lifecycle: Lifecycle,
@@ -193,10 +199,23 @@ class Poller:
     def _run(self) -> None:
         shutdown = self.lifecycle.shutdown
         while not shutdown.is_set() and not self._halt.is_set():
-            if self.active():
+            if self.active() and self._period() > 0:
                 self.poll()
-            self._now.wait(self.period)
-            self._now.clear()
+            self._wait()
+
+    def _period(self) -> float:
+        return self.period() if callable(self.period) else self.period
+
+    def _wait(self) -> None:
+        """Until wake() or the end of the period (a changing one looked at every step)."""
+        step = PERIOD_STEP if callable(self.period) else math.inf
+        began = time.monotonic()
+        while not self._halt.is_set():
+            period = self._period()
+            left = period - (time.monotonic() - began) if period > 0 else step
+            if left <= 0 or self._now.wait(min(left, step)):
+                break
+        self._now.clear()
 
     def stop(self) -> None:
         """No more polls; one in flight finishes on its own (a daemon thread)."""

@@ -78,15 +78,21 @@ class Ironic:
         return IronicNode.from_ironic(node)
 
     def iter_nodes(
-        self, *, page_size: int = DEFAULT_PAGE_SIZE, fields: Sequence[str] | None = None
+        self,
+        *,
+        page_size: int = DEFAULT_PAGE_SIZE,
+        fields: Sequence[str] | None = None,
+        provision_state: str | None = None,
     ) -> Iterator[IronicNode]:
-        """Every node, one request per page. With `fields`, only those (and uuid) are
-        fetched; the others come back empty (None, {} or False)."""
+        """Every node (only those in `provision_state` when given), one request per
+        page. With `fields`, only those (and uuid) are fetched; the others come back
+        empty (None, {} or False)."""
+        params = {} if provision_state is None else {"provision_state": provision_state}
         if fields is None:
-            pages = self._paginate("nodes", "/nodes/detail", {}, page_size)
+            pages = self._paginate("nodes", "/nodes/detail", params, page_size)
         else:
             wanted = ",".join(dict.fromkeys(["uuid", *fields]))
-            pages = self._paginate("nodes", "/nodes", {"fields": wanted}, page_size)
+            pages = self._paginate("nodes", "/nodes", {**params, "fields": wanted}, page_size)
         return (IronicNode.from_ironic(item) for item in pages)
 
     def create_node(self, *, driver: str, **fields: Any) -> IronicNode:
@@ -153,9 +159,16 @@ class Ironic:
             return item.get("node_uuid")
         return None
 
-    def iter_ports(self, *, page_size: int = DEFAULT_PAGE_SIZE) -> Iterator[IronicPort]:
-        """Every port of every node, one request per page."""
-        pages = self._paginate("ports", "/ports/detail", {}, page_size)
+    def iter_ports(
+        self, *, page_size: int = DEFAULT_PAGE_SIZE, fields: Sequence[str] | None = None
+    ) -> Iterator[IronicPort]:
+        """Every port of every node, one request per page. With `fields`, only those
+        (and uuid, node_uuid, address) are fetched; the others come back empty."""
+        if fields is None:
+            pages = self._paginate("ports", "/ports/detail", {}, page_size)
+        else:
+            wanted = ",".join(dict.fromkeys(["uuid", "node_uuid", "address", *fields]))
+            pages = self._paginate("ports", "/ports", {"fields": wanted}, page_size)
         return (IronicPort.from_ironic(item) for item in pages)
 
     def create_port(

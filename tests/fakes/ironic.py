@@ -93,10 +93,23 @@ class FakeIronic:
             return self._node(ident)
 
     def iter_nodes(
-        self, *, page_size: int = 1000, fields: Sequence[str] | None = None
+        self,
+        *,
+        page_size: int = 1000,
+        fields: Sequence[str] | None = None,
+        provision_state: str | None = None,
     ) -> Iterator[IronicNode]:
-        with self._begin("iter_nodes", page_size=page_size, fields=fields):
-            nodes = sorted(self.nodes.values(), key=lambda n: n.uuid)
+        with self._begin(
+            "iter_nodes", page_size=page_size, fields=fields, provision_state=provision_state
+        ):
+            nodes = sorted(
+                (
+                    node
+                    for node in self.nodes.values()
+                    if provision_state in (None, node.provision_state)
+                ),
+                key=lambda n: n.uuid,
+            )
         return iter(nodes)
 
     def create_node(self, *, driver: str, **fields: Any) -> IronicNode:
@@ -161,8 +174,10 @@ class FakeIronic:
                 key=lambda p: p.uuid,
             )
 
-    def iter_ports(self, *, page_size: int = 1000) -> Iterator[IronicPort]:
-        with self._begin("iter_ports", page_size=page_size):
+    def iter_ports(
+        self, *, page_size: int = 1000, fields: Sequence[str] | None = None
+    ) -> Iterator[IronicPort]:
+        with self._begin("iter_ports", page_size=page_size, fields=fields):
             ports = sorted(self.ports.values(), key=lambda p: p.uuid)
         return iter(ports)
 

@@ -112,6 +112,9 @@ class Host:
     index: int
     namespace: str
     directory: pathlib.Path
+    #: dnsmasq's --dhcp-hostsdir (the dnsmasq driver's files), answering only the MACs
+    #: with a record there; None: dnsmasq answers everyone (the kernel drivers filter).
+    hostsdir: pathlib.Path | None = None
 
     @property
     def address(self) -> str:
@@ -144,6 +147,11 @@ class Host:
             f"--pid-file={self.directory / 'dnsmasq.pid'}",
             f"--log-facility={self.dnsmasq_log}",
             "--log-dhcp",
+            *(
+                (f"--dhcp-hostsdir={self.hostsdir}", "--dhcp-ignore=tag:!known")
+                if self.hostsdir
+                else ()
+            ),
         )
 
     def stop_dnsmasq(self) -> None:
@@ -162,7 +170,7 @@ class Host:
 class Lab:
     """The switch, the hosts and the node; `down()` removes all of it."""
 
-    def __init__(self, tmp_path: pathlib.Path, hosts: int = 3) -> None:
+    def __init__(self, tmp_path: pathlib.Path, hosts: int = 3, *, hostsdir: bool = False) -> None:
         if os.geteuid() != 0:
             service_unavailable("network namespaces need root")
         for name in ("ip", "dnsmasq", "dhclient"):
@@ -175,7 +183,11 @@ class Lab:
         for index in range(1, hosts + 1):
             directory = tmp_path / f"host{index}"
             directory.mkdir()
-            self.hosts.append(Host(index, f"{prefix}-h{index}", directory))
+            host = Host(index, f"{prefix}-h{index}", directory)
+            if hostsdir:
+                host.hostsdir = directory / "hostsdir"
+                host.hostsdir.mkdir()
+            self.hosts.append(host)
         self._namespaces: list[str] = []
 
     def _add_namespace(self, name: str) -> None:
@@ -471,8 +483,20 @@ def _iptables_open(host: Host) -> bool:
     return False
 
 
+def _hostsdir(host: Host) -> dict[str, bool]:
+    """The dnsmasq driver's records: file name -> answered (no `,ignore`)."""
+    assert host.hostsdir is not None, "a lab without hostsdir"
+    return {
+        path.name: not path.read_text().strip().endswith(",ignore")
+        for path in host.hostsdir.iterdir()
+        if not path.name.startswith(".")
+    }
+
+
 def is_filtered(host: Host, driver: str) -> bool:
     """Whether the host's DHCP port goes through our rules at all."""
+    if driver == "dnsmasq":
+        return "unknown_hosts_filter" in _hostsdir(host)
     if driver == "iptables":
         return "-j ironic-inspector" in host.run("iptables-save", "-t", "filter", check=False)
     return "jump pxe" in _nft_table(host)
@@ -480,7 +504,9 @@ def is_filtered(host: Host, driver: str) -> bool:
 
 def is_open(host: Host, driver: str) -> bool:
     """Whether the host's rules let a DHCP packet from an unknown MAC through now (no
-    rules at all: yes)."""
+    rules at all: yes; dnsmasq: whether any record answers)."""
+    if driver == "dnsmasq":
+        return any(_hostsdir(host).values())
     if driver == "iptables":
         return _iptables_open(host)
     table = _nft_table(host)
@@ -500,7 +526,12 @@ def is_open(host: Host, driver: str) -> bool:
 
 def listed(host: Host, driver: str, name: str) -> set[str]:
     """The MACs of the host's whitelist or blacklist, as the kernel holds them: for the
-    whitelist, the overrides of a removal or readmission not yet compacted count."""
+    whitelist, the overrides of a removal or readmission not yet compacted count (dnsmasq:
+    the MAC files answered, or ignored)."""
+    if driver == "dnsmasq":
+        records = _hostsdir(host)
+        records.pop("unknown_hosts_filter", None)
+        return {mac for mac, answered in records.items() if answered == (name == "whitelist")}
     if driver == "iptables":
         saved = host.run("iptables-save", "-t", "filter", check=False)
         # The live slot's chain: the one the verdict jumps to, else the one there is.

@@ -2,146 +2,33 @@
 own versioned notifications on RabbitMQ) within a second, and through polling alone
 (the channel off) within one polling period. Removing the port takes it out again.
 
-The shared test Ironic sends no notifications, so this module runs a second one from
-the same installation (scripts/services), configured to send them to the test
-RabbitMQ on a topic of its own; both workers poll it as their Ironic.
+This module runs an Ironic of its own (tests/integration/ironic_lab.py), sending its
+notifications to the test RabbitMQ on a topic of its own; both workers poll it as their
+Ironic.
 """
 
-import os
-import pathlib
-import signal
-import subprocess
 import time
 import uuid
 
-import kombu
 import pytest
-import requests
 
-from tests.conftest import IronicAPI, service_unavailable
-from tests.integration.cluster import POOL_STARTED, ROOT, free_port, running_deployment, wait_for
+from tests.conftest import IronicAPI
+from tests.integration.cluster import POOL_STARTED, running_deployment, wait_for
 from tests.integration.firewall_lab import Lab, listed, start_worker
+from tests.integration.ironic_lab import delete_queues, notifying_ironic
 
 pytestmark = pytest.mark.integration
 
-IRONIC_VENV = ROOT / ".services" / "ironic-venv" / "bin"
 DRIVER = "nftables"
 #: The polling-only host's period: the port must be there within it (plus an apply).
 PERIOD = 2.0
 
-IRONIC_CONF = """\
-[DEFAULT]
-auth_strategy = noauth
-rpc_transport = none
-host = {host}
-log_file = {directory}/ironic.log
-enabled_hardware_types = fake-hardware
-enabled_bios_interfaces = fake,no-bios
-enabled_boot_interfaces = fake
-enabled_console_interfaces = fake,no-console
-enabled_deploy_interfaces = fake
-enabled_firmware_interfaces = fake,no-firmware
-enabled_inspect_interfaces = agent,fake,no-inspect
-enabled_management_interfaces = fake,noop
-enabled_network_interfaces = noop
-default_network_interface = noop
-enabled_power_interfaces = fake
-enabled_raid_interfaces = fake,no-raid
-enabled_rescue_interfaces = fake,no-rescue
-enabled_storage_interfaces = noop
-enabled_vendor_interfaces = fake,no-vendor
-graceful_shutdown_timeout = 5
-minimum_memory_warning_only = true
-notification_level = info
-versioned_notifications_topics = {topic}
 
-[oslo_messaging_notifications]
-driver = messagingv2
-transport_url = {transport_url}
-
-[api]
-host_ip = 127.0.0.1
-port = {port}
-api_workers = 1
-
-[database]
-connection = sqlite:///{directory}/ironic.sqlite
-
-[dhcp]
-dhcp_provider = none
-
-[conductor]
-automated_clean = false
-
-[oslo_policy]
-enforce_scope = false
-enforce_new_defaults = false
-"""
-
-
-def rabbit_url(amqp_url: str) -> str:
-    return "rabbit://" + amqp_url.split("://", 1)[1]
-
-
-@pytest.fixture(scope="module")
-def notifying_ironic(rabbitmq_server, tmp_path_factory):
+@pytest.fixture(scope="module", name="notifying_ironic")
+def notifying_ironic_fixture(rabbitmq_server, tmp_path_factory):
     """A standalone Ironic sending versioned notifications: (URL, topic)."""
-    if not (IRONIC_VENV / "ironic").exists():
-        service_unavailable(f"{IRONIC_VENV}/ironic missing: scripts/services start ironic")
-    directory: pathlib.Path = tmp_path_factory.mktemp("ironic")
-    port, topic = free_port(), f"ironic_test_{uuid.uuid4().hex[:8]}"
-    config = directory / "ironic.conf"
-    config.write_text(
-        IRONIC_CONF.format(
-            host=f"fw-test-{topic}",
-            directory=directory,
-            topic=topic,
-            transport_url=rabbit_url(rabbitmq_server),
-            port=port,
-        )
-    )
-    subprocess.run(
-        [str(IRONIC_VENV / "ironic-dbsync"), "--config-file", str(config), "create_schema"],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
-    with open(directory / "ironic.out", "w") as out:
-        # Its own process group: Ironic forks an API worker, stopped with it.
-        ironic = subprocess.Popen(
-            [str(IRONIC_VENV / "ironic"), "--config-file", str(config)],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-    url = f"http://127.0.0.1:{port}"
-
-    def answers():
-        assert ironic.poll() is None, (directory / "ironic.out").read_text()
-        try:
-            return requests.get(f"{url}/v1", timeout=2).ok
-        except requests.RequestException:
-            return False
-
-    try:
-        wait_for(answers, 60, 0.2, "the notifying Ironic answering")
-        yield url, topic
-    finally:
-        os.killpg(ironic.pid, signal.SIGTERM)
-        try:
-            ironic.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(ironic.pid, signal.SIGKILL)
-            ironic.wait()
-        delete_queues(rabbitmq_server, [f"{topic}.info"])
-
-
-def delete_queues(url: str, names: list[str]) -> None:
-    with kombu.Connection(url, connect_timeout=5) as connection:
-        channel = connection.channel()
-        for name in names:
-            channel.queue_delete(name)
+    with notifying_ironic(rabbitmq_server, tmp_path_factory.mktemp("ironic")) as ironic:
+        yield ironic
 
 
 def test_ports_are_blacklisted_through_the_channel_and_through_polling(

@@ -1,0 +1,41 @@
+"""What a firewall manager tells about itself: its Status, and the answer to a status
+request heard on the channel. A mixin of FirewallManager (its state stays there)."""
+
+import dataclasses
+
+from inspector.broker import channels
+from inspector.firewall.status import Status
+
+
+class Reporting:
+    """FirewallManager's status; reads the manager's state under its guard."""
+
+    def status(self) -> Status:
+        with self._guard:
+            applied, leadership = self._applied, self._leadership
+            return Status(
+                host=self.host,
+                member=self.member,
+                driver=self.driver.name,
+                open=applied is not None and applied.open,
+                leader=leadership is not None,
+                term=leadership.term if leadership is not None else None,
+                open_until=applied.open_until if applied is not None else None,
+                whitelist=len(applied.whitelist) if applied is not None else 0,
+                blacklist=len(applied.effective_blacklist) if applied is not None else 0,
+                whitelist_synced_at=self.whitelist.synced_at,
+                blacklist_synced_at=self.blacklist.synced_at,
+                heard_at=max(
+                    (t for t in (self.whitelist.heard_at, self.blacklist.heard_at) if t),
+                    default=None,
+                ),
+                applied_at=self._applied_at,
+                error=self._error,
+                apply_seconds=self._apply_seconds,
+            )
+
+    def answer(self, request_id: str) -> None:
+        """A status request heard on the channel: publish this process's status."""
+        if self.channel is not None:
+            payload = {"request_id": request_id, **dataclasses.asdict(self.status())}
+            self.channel.publish(channels.STATUS, payload)

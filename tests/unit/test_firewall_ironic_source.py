@@ -1,0 +1,288 @@
+"""The firewall's lists from Ironic's own inspections ([pxe_filter] whitelist_source =
+ironic): the reconcile's requests (paginated, fields-limited listings, never a call per
+node), the inspection states and interfaces, Ironic's notifications, unknown MACs as
+ironic-pxe-filter treats them, and the manager opening with them."""
+
+import pytest
+
+from inspector.errors import ServiceUnavailable
+from inspector.firewall import ironic_source
+from inspector.firewall.ironic_source import IronicInspections, Snapshot, reconcile
+from inspector.firewall.sources import MacList
+from inspector.ironic import Ironic
+from inspector.lifecycle import Lifecycle, Outages, RetryPolicy
+from tests.fakes.dlm import FakeDLM
+from tests.fakes.ironic import FakeIronic
+from tests.integration.cluster import wait_for
+from tests.unit.test_firewall_manager import Host, Log
+from tests.unit.test_ironic import FakeConnection, response
+
+A, B, C = (f"{n}{n}{n}{n}{n}{n}{n}{n}-0000-0000-0000-000000000000" for n in "abc")
+MAC_A, MAC_A2, MAC_B, MAC_C = (
+    "52:54:00:00:00:0a",
+    "52:54:00:00:00:2a",
+    "52:54:00:00:00:0b",
+    "52:54:00:00:00:0c",
+)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock():
+    return Clock()
+
+
+@pytest.fixture
+def view(clock):
+    changes = []
+    inspections = IronicInspections(
+        MacList("whitelist", clock=clock),
+        MacList("blacklist", clock=clock),
+        interfaces=["agent"],
+        on_change=lambda: changes.append(1),
+    )
+    inspections.changes = changes
+    return inspections
+
+
+def snapshot(inspecting=(), **ports):
+    """Snapshot(inspecting, {port: (node, mac)}) with port names as keywords."""
+    return Snapshot(frozenset(inspecting), dict(ports))
+
+
+def notification(**data):
+    return {"ironic_object.data": data}
+
+
+# The reconcile's requests, through the real client.
+
+
+def test_reconcile_lists_both_inspection_states_then_every_port_in_pages(conf):
+    def nodes(*pairs):
+        return response(200, {"nodes": [{"uuid": u, "inspect_interface": i} for u, i in pairs]})
+
+    ports = [
+        {"uuid": f"p{i}", "node_uuid": A, "address": f"52:54:00:00:01:{i:02x}"} for i in (1, 2)
+    ]
+    connection = FakeConnection(
+        nodes((A, "agent"), (B, "redfish")),
+        nodes((C, "agent")),
+        response(200, {"ports": ports[:1], "next": "http://ironic/v1/ports?marker=p1"}),
+        response(200, {"ports": ports[1:]}),
+    )
+    found = reconcile(Ironic(conf, connection=connection), ["agent"])()
+    assert found.inspecting == {A, C}  # B inspects out of band: not ours to let boot
+    assert found.ports == {p["uuid"]: (A, p["address"]) for p in ports}
+    node_fields = {"fields": "uuid,inspect_interface", "limit": ironic_source.PAGE}
+    port_fields = {"fields": "uuid,node_uuid,address", "limit": ironic_source.PAGE}
+    assert [(method, path, sent["params"]) for method, (path,), sent in connection.requests] == [
+        ("get", "/nodes", {"provision_state": "inspect wait", **node_fields}),
+        ("get", "/nodes", {"provision_state": "inspecting", **node_fields}),
+        ("get", "/ports", port_fields),
+        ("get", "/ports", {**port_fields, "marker": "p1"}),
+    ]
+
+
+def test_reconcile_makes_the_same_few_calls_whatever_the_number_of_nodes():
+    ironic = FakeIronic()
+    for index in range(300):
+        node = ironic.add_node(provision_state="inspect wait" if index % 2 else "manageable")
+        ironic.add_port(node.uuid, f"52:54:00:00:{index // 256:02x}:{index % 256:02x}")
+    found = reconcile(ironic, ["agent"])()
+    assert len(found.inspecting) == 150 and len(found.ports) == 300
+    assert [call.name for call in ironic.history] == ["iter_nodes", "iter_nodes", "iter_ports"]
+
+
+def test_the_ports_are_listed_once_a_period_the_nodes_at_every_reconcile(clock):
+    ironic = FakeIronic()
+    ironic.add_port(ironic.add_node(uuid=A, provision_state="inspect wait").uuid, MAC_A)
+    fetch = reconcile(ironic, ["agent"], ports_every=15, clock=clock)
+    assert fetch().ports == {next(iter(ironic.ports)): (A, MAC_A)}
+    clock.now += 10
+    light = fetch()
+    assert light.inspecting == {A} and light.ports is None
+    clock.now += 5
+    assert fetch().ports is not None
+    full, light = ["iter_nodes", "iter_nodes", "iter_ports"], ["iter_nodes", "iter_nodes"]
+    assert [call.name for call in ironic.history] == [*full, *light, *full]
+
+
+def test_ironic_given_up_by_its_client_stops_the_process():
+    ironic = FakeIronic()
+    ironic.fail_next()
+    lifecycle = Lifecycle()
+    outages = Outages(lifecycle, {"Ironic": RetryPolicy(3, 1.0)})
+    with pytest.raises(ServiceUnavailable):
+        reconcile(ironic, ["agent"], outages)()
+    # The client already retried within the budget: no second round.
+    assert lifecycle.shutdown.is_set() and lifecycle.exit_status == 1
+    assert "gave up on Ironic" in lifecycle.reason
+
+
+# The lists and the unknown MACs.
+
+
+def test_the_ports_of_nodes_under_inspection_are_whitelisted_every_port_blacklisted(view):
+    assert view.replace(
+        snapshot([A], p1=(A, MAC_A), p2=(A, MAC_A2), p3=(B, MAC_B)), started=view.clock()
+    )
+    assert view.whitelist.macs() == {MAC_A, MAC_A2}
+    assert view.blacklist.macs() == {MAC_A, MAC_A2, MAC_B}
+    assert view.inspecting() == {A}
+
+
+def test_unknown_macs_boot_only_while_a_node_is_under_inspection_or_discovery_is_on(view):
+    assert not view.allows_unknown()
+    # A node under inspection without any port yet still opens the door to unknown MACs:
+    # the NIC it boots from may not be enrolled.
+    assert view.replace(snapshot([C]), started=view.clock())
+    assert view.allows_unknown() and view.whitelist.macs() == set()
+    assert view.replace(snapshot([]), started=view.clock())
+    assert not view.allows_unknown()
+    view.discovery = True
+    assert view.allows_unknown()
+
+
+def test_a_reconcile_without_ports_keeps_the_known_ones(view):
+    view.replace(snapshot([], p1=(A, MAC_A), p3=(B, MAC_B)), started=view.clock())
+    assert view.replace(Snapshot(frozenset([A]), None), started=view.clock())
+    assert view.whitelist.macs() == {MAC_A}
+    assert view.blacklist.macs() == {MAC_A, MAC_B}
+
+
+def test_an_unchanged_reconcile_changes_nothing(view):
+    assert view.replace(snapshot([A], p1=(A, MAC_A)), started=view.clock())
+    assert not view.replace(snapshot([A], p1=(A, MAC_A)), started=view.clock())
+
+
+# Ironic's notifications.
+
+
+def test_a_node_entering_and_leaving_inspection_is_allowed_then_denied(view):
+    view.replace(snapshot([], p1=(A, MAC_A), p3=(B, MAC_B)), started=view.clock())
+    node = {"uuid": A, "inspect_interface": "agent"}
+    view("baremetal.node.provision_set.start", notification(**node, provision_state="inspecting"))
+    assert view.whitelist.macs() == {MAC_A} and view.allows_unknown()
+    view(
+        "baremetal.node.provision_set.success", notification(**node, provision_state="inspect wait")
+    )
+    assert view.whitelist.macs() == {MAC_A}
+    view("baremetal.node.provision_set.end", notification(**node, provision_state="manageable"))
+    assert view.whitelist.macs() == set() and not view.allows_unknown()
+    assert view.blacklist.macs() == {MAC_A, MAC_B}
+    assert len(view.changes) == 2  # allowed, then denied; the step between changed nothing
+
+
+def test_a_node_inspected_by_another_interface_is_not_allowed(view):
+    view.replace(snapshot([], p1=(A, MAC_A)), started=view.clock())
+    view(
+        "baremetal.node.provision_set.end",
+        notification(uuid=A, inspect_interface="redfish", provision_state="inspecting"),
+    )
+    assert view.whitelist.macs() == set() and not view.changes
+
+
+def test_ports_created_updated_and_deleted_follow_their_node(view):
+    view.replace(snapshot([A], p1=(A, MAC_A)), started=view.clock())
+    view("baremetal.port.create.end", notification(uuid="p2", node_uuid=A, address=MAC_A2))
+    assert view.whitelist.macs() == {MAC_A, MAC_A2}
+    # Moved to a node not under inspection: still known (blacklisted), no longer allowed.
+    view("baremetal.port.update.end", notification(uuid="p2", node_uuid=B, address=MAC_A2))
+    assert view.whitelist.macs() == {MAC_A} and MAC_A2 in view.blacklist.macs()
+    view("baremetal.port.delete.end", notification(uuid="p1", node_uuid=A, address=MAC_A))
+    assert view.whitelist.macs() == set() and view.blacklist.macs() == {MAC_A2}
+    assert view.allows_unknown()  # A is still under inspection
+
+
+def test_a_deleted_node_takes_its_ports_along(view):
+    view.replace(snapshot([A], p1=(A, MAC_A), p3=(B, MAC_B)), started=view.clock())
+    view("baremetal.node.delete.end", notification(uuid=A, provision_state="inspect wait"))
+    assert view.whitelist.macs() == set() and view.blacklist.macs() == {MAC_B}
+    assert not view.allows_unknown()
+
+
+def test_other_notifications_and_malformed_payloads_are_ignored(view):
+    view("baremetal.node.power_set.end", notification(uuid=A, provision_state="inspecting"))
+    view("baremetal.node.provision_set.end", {"ironic_object.data": "garbage"})
+    view("inspector.introspection.start", {"node_uuid": A, "macs": [MAC_A]})
+    assert view.whitelist.macs() == set() and not view.changes
+
+
+def test_a_change_heard_after_a_reconcile_began_wins_over_its_snapshot(view, clock):
+    started = clock()
+    clock.now += 1
+    view(
+        "baremetal.node.provision_set.start",
+        notification(uuid=A, inspect_interface="agent", provision_state="inspecting"),
+    )
+    view("baremetal.port.create.end", notification(uuid="p1", node_uuid=A, address=MAC_A))
+    # The reconcile read Ironic before both: neither the node nor its port.
+    view.replace(snapshot([]), started=started)
+    assert view.whitelist.macs() == {MAC_A} and view.inspecting() == {A}
+    # A later reconcile is newer than the notifications.
+    clock.now += 1
+    view.replace(snapshot([]), started=clock())
+    assert view.whitelist.macs() == set() and not view.allows_unknown()
+
+
+# With the manager: the leader opens with Ironic's inspections.
+
+
+def test_the_leader_opens_for_ironic_inspections_and_unknown_macs_follow_them(conf):
+    ironic = FakeIronic()
+    node = ironic.add_node(uuid=A, provision_state="inspect wait")
+    ironic.add_port(node.uuid, MAC_A)
+    ironic.add_port(ironic.add_node(uuid=B).uuid, MAC_B)
+    conf.set_override("whitelist_sync_period", 0.05, group="firewall")
+    conf.set_override("blacklist_sync_period", 0.05, group="firewall")
+    host = Host(FakeDLM(), "host", Log())
+    view = ironic_source.attach(host.manager, ironic, conf)
+    assert host.manager.allow_unknown == view.allows_unknown
+    host.start()
+    try:
+        rules = wait_for(
+            lambda: (r := host.driver.state) is not None and r.open and r.whitelist and r,
+            5,
+            0.01,
+            "the leader open with the inspected node",
+        )
+        assert rules.whitelist == {MAC_A} and MAC_B in rules.blacklist
+        assert not rules.deny_unknown  # a node under inspection: unknown MACs boot
+        ironic.nodes[A] = ironic.add_node(uuid=A, provision_state="manageable")
+        rules = wait_for(
+            lambda: (r := host.driver.state).open and not r.whitelist and r,
+            5,
+            0.01,
+            "the node denied once its inspection is over",
+        )
+        assert rules.deny_unknown and MAC_A in rules.blacklist
+    finally:
+        host.stop()
+
+
+def test_without_periods_the_leader_still_reconciles_once_when_elected(conf):
+    ironic = FakeIronic()
+    ironic.add_port(ironic.add_node(uuid=A, provision_state="inspecting").uuid, MAC_A)
+    conf.set_override("whitelist_sync_period", 0, group="firewall")
+    conf.set_override("blacklist_sync_period", 0, group="firewall")
+    host = Host(FakeDLM(), "host", Log())
+    ironic_source.attach(host.manager, ironic, conf)
+    host.start()
+    try:
+        rules = wait_for(
+            lambda: (r := host.driver.state) is not None and r.open and r,
+            5,
+            0.01,
+            "the leader open",
+        )
+        assert rules.whitelist == {MAC_A}
+        assert [call.name for call in ironic.history] == ["iter_nodes", "iter_nodes", "iter_ports"]
+    finally:
+        host.stop()
