@@ -103,3 +103,21 @@ def test_checker_catches_an_upward_import(tmp_path):
     bad.write_text("from inspector.api import app\nimport flask\n")
     assert list(_imports(bad)) == ["inspector.api", "inspector.api.app", "flask"]
     assert LAYERS[_component("inspector.api.app")] > LAYERS[_component("inspector.store")]
+
+
+#: Lines a module of the package may have: small modules, each owning one thing.
+MAX_LINES = 350
+
+
+def test_no_module_is_over_the_size_limit():
+    sizes = {str(p.relative_to(PACKAGE)): len(p.read_text().splitlines()) for p in SOURCES}
+    over = {name: lines for name, lines in sizes.items() if lines > MAX_LINES}
+    assert not over, f"modules over {MAX_LINES} lines (split them by what they own): {over}"
+
+
+def test_every_module_says_what_it_owns():
+    for path in SOURCES:
+        if path.name == "__init__.py" and not path.read_text().strip():
+            continue
+        docstring = ast.get_docstring(ast.parse(path.read_text()))
+        assert docstring, f"{path.relative_to(PACKAGE)} does not open with what it owns"
