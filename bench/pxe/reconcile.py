@@ -1,0 +1,125 @@
+"""The cost of one full reconcile of a PXE filter with Ironic, each filter alone on the
+machine (the other stopped) at a short period, once its first reconcile has written
+every MAC: wall time, CPU seconds of the filter's processes and of Ironic's, and what it
+asked of Ironic (ours: REST calls through the counting proxy; ironic-pxe-filter: SQL
+statements on Ironic's database).
+
+The window runs from the end of one reconcile to the end of the `count`-th after it, so
+each process's CPU over the window, divided by `count`, is what one reconcile costs it
+with whatever it spends idle in between (ours: the leader election, the notification
+listener).
+"""
+
+import statistics
+import time
+
+from bench.fleet.batch import cpu_seconds
+from bench.pxe import filters as pxe_filters
+from bench.pxe.ironic_site import PxeIronic, node_mac
+
+#: Seconds beyond `count` periods the window may take.
+GRACE = 60.0
+
+
+def _ironic_cpu(ironic: PxeIronic) -> float:
+    return sum(cpu_seconds(ironic.pids()).values())
+
+
+def _all_written(f: pxe_filters.Filter, nodes: int) -> bool:
+    return all(
+        pxe_filters.entry(f.hostsdir, node_mac(i)) == "deny" for i in (0, nodes // 2, nodes - 1)
+    )
+
+
+def _stats(values: list[float]) -> dict:
+    return {
+        "median": statistics.median(values) if values else None,
+        "max": max(values) if values else None,
+    }
+
+
+def theirs(f: pxe_filters.Theirs, ironic: PxeIronic, nodes: int, count: int) -> dict:
+    period = f.period or 45.0
+    f.start()
+    try:
+        pxe_filters.wait_for(
+            lambda: _all_written(f, nodes) and len(f.syncs()) >= 1,
+            period + GRACE,
+            f"{f.name}'s first sync",
+        )
+        first = len(f.syncs())
+        pxe_filters.wait_for(
+            lambda: len(f.syncs()) > first, period + GRACE, f"{f.name}'s next sync"
+        )
+        start = len(f.syncs())
+        cpu0, ironic0, t0 = f.cpu(), _ironic_cpu(ironic), time.monotonic()
+        pxe_filters.wait_for(
+            lambda: len(f.syncs()) >= start + count,
+            count * period + GRACE,
+            f"{count} syncs of {f.name}",
+        )
+        cpu1, ironic1, t1 = f.cpu(), _ironic_cpu(ironic), time.monotonic()
+        syncs = f.syncs()[start : start + count]
+    finally:
+        f.stop()
+    return {
+        "filter": f.name,
+        "nodes": nodes,
+        "period": period,
+        "reconciles": count,
+        "window_seconds": t1 - t0,
+        "wall": _stats([s["wall"] for s in syncs]),
+        "sync_thread_cpu": _stats([s["cpu"] for s in syncs]),
+        "cpu_per_reconcile": (cpu1 - cpu0) / count,
+        "ironic_cpu_per_reconcile": (ironic1 - ironic0) / count,
+        "requests_per_reconcile": statistics.median(s["statements"] for s in syncs),
+        "requests_kind": "SQL statements on Ironic's database",
+        "sql": syncs[-1].get("sql") if syncs else None,
+        "macs": syncs[-1]["allowed"] + syncs[-1]["denied"] if syncs else None,
+    }
+
+
+def ours(f: pxe_filters.Ours, ironic: PxeIronic, nodes: int, count: int, period: float) -> dict:
+    f.start()
+
+    def done() -> list[dict]:
+        """The reconciles seen whose last call is RECONCILE_GAP old (so it is over)."""
+        now = time.monotonic()
+        groups = f.reconciles(f.proxy.ledger.calls())
+        return [g for g in groups if now - (g["at"] + g["wall"]) > pxe_filters.RECONCILE_GAP]
+
+    try:
+        pxe_filters.wait_for(
+            lambda: f.alive() and _all_written(f, nodes) and len(done()) >= 1,
+            period + GRACE,
+            f"{f.name}'s first reconcile",
+        )
+        first = len(done())
+        pxe_filters.wait_for(
+            lambda: len(done()) > first, period + GRACE, f"{f.name}'s next reconcile"
+        )
+        start = len(done())
+        cpu0, ironic0, t0 = f.cpu(), _ironic_cpu(ironic), time.monotonic()
+        pxe_filters.wait_for(
+            lambda: len(done()) >= start + count,
+            count * period + GRACE,
+            f"{count} reconciles of {f.name}",
+        )
+        cpu1, ironic1, t1 = f.cpu(), _ironic_cpu(ironic), time.monotonic()
+        groups = done()[start : start + count]
+    finally:
+        f.stop()
+    return {
+        "filter": f.name,
+        "nodes": nodes,
+        "period": period,
+        "reconciles": count,
+        "window_seconds": t1 - t0,
+        "wall": _stats([g["wall"] for g in groups]),
+        "ironic_seconds": _stats([g["ironic_seconds"] for g in groups]),
+        "cpu_per_reconcile": (cpu1 - cpu0) / count,
+        "ironic_cpu_per_reconcile": (ironic1 - ironic0) / count,
+        "requests_per_reconcile": statistics.median(g["calls"] for g in groups),
+        "requests_kind": "REST calls to Ironic (paginated listings)",
+        "call_kinds": sorted({k for g in groups for k in g["kinds"]}),
+    }

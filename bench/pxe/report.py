@@ -1,0 +1,207 @@
+"""The PXE filter benchmark's report: ratios and targets from the results, the section
+of docs/performance.md between its markers, and the plot docs/images/pxe-filter.png.
+
+Only reads the results; measures nothing.
+"""
+
+import os
+import pathlib
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+BEGIN, END = "<!-- bench/pxe_filter begin -->", "<!-- bench/pxe_filter end -->"
+OURS, THEIRS = "inspector pxe-filter", "ironic-pxe-filter"
+#: Targets: ours allows a MAC within this many seconds (notifications); a reconcile at
+#: 10,000 nodes within this wall time and this many Ironic calls.
+ALLOW_TARGET = 1.0
+RECONCILE_WALL_TARGET = 2.0
+RECONCILE_CALLS_TARGET = 15
+COLORS = {OURS: "tab:blue", THEIRS: "tab:orange"}
+
+
+def _fmt(value: float | None, digits: int = 2) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.{digits}f}"
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a is not None and b else None
+
+
+def ratios(results: dict) -> dict:
+    """theirs / ours for each latency figure and run, and ours / theirs for the costs."""
+    found: dict = {}
+    for run in results.get("latency") or []:
+        figures = run["filters"]
+        if OURS in figures and THEIRS in figures:
+            for want in ("allow", "deny"):
+                for stat in ("median", "max"):
+                    found[f"{run['name']} {want} {stat}: theirs / ours"] = _ratio(
+                        figures[THEIRS][want][stat], figures[OURS][want][stat]
+                    )
+    for size in results.get("reconcile") or []:
+        if OURS in size and THEIRS in size:
+            for key in ("cpu_per_reconcile", "ironic_cpu_per_reconcile"):
+                found[f"{size['nodes']} nodes {key}: ours / theirs"] = _ratio(
+                    size[OURS][key], size[THEIRS][key]
+                )
+            found[f"{size['nodes']} nodes wall: ours / theirs"] = _ratio(
+                size[OURS]["wall"]["median"], size[THEIRS]["wall"]["median"]
+            )
+    return found
+
+
+def targets(results: dict) -> list[dict]:
+    checks = []
+    for run in results.get("latency") or []:
+        ours = run["filters"].get(OURS)
+        if ours and run.get("notifications"):
+            worst = ours["allow"]["max"]
+            checks.append(
+                {
+                    "target": f"{run['name']}: ours allows within {ALLOW_TARGET:g} s (max)",
+                    "value": worst,
+                    "met": worst is not None
+                    and worst <= ALLOW_TARGET
+                    and not ours["allow"]["missed"],
+                }
+            )
+    for size in results.get("reconcile") or []:
+        ours = size.get(OURS)
+        if ours and size["nodes"] >= 10000:
+            wall = ours["wall"]["max"]
+            checks.append(
+                {
+                    "target": f"reconcile at {size['nodes']:,} nodes under "
+                    f"{RECONCILE_WALL_TARGET:g} s wall (max)",
+                    "value": wall,
+                    "met": wall is not None and wall < RECONCILE_WALL_TARGET,
+                }
+            )
+            calls = ours["requests_per_reconcile"]
+            checks.append(
+                {
+                    "target": f"reconcile at {size['nodes']:,} nodes: at most "
+                    f"{RECONCILE_CALLS_TARGET} calls (paginated listings)",
+                    "value": calls,
+                    "met": calls <= RECONCILE_CALLS_TARGET,
+                }
+            )
+    return checks
+
+
+def markdown(results: dict, image: str) -> str:
+    machine = results.get("machine") or {}
+    lines = ["## PXE filter for Ironic's own inspection (`bench/pxe_filter.py`)", ""]
+    lines.append(
+        f"Run {machine.get('when', '?')} on {machine.get('cpus', '?')} CPUs shared with other "
+        f"engineers' tests (load average {machine.get('load_before', '?')} before, "
+        f"{machine.get('load_after', '?')} after); Ironic {machine.get('ironic', '?')}. "
+        "Compare figures within this run."
+    )
+    if results.get("command"):
+        lines += ["", "```", results["command"], "```"]
+    if results.get("left_undone"):
+        lines += ["", f"**Not measured in this run**: {results['left_undone']}"]
+    lines += ["", f"### Latency over {results.get('latency_nodes', '?')} nodes (seconds)", ""]
+    lines.append(
+        "| run | filter | period s | notifications | allowed median | allowed max "
+        "| denied median | denied max | missed |"
+    )
+    lines.append("|---|---|---|---|---|---|---|---|---|")
+    for run in results.get("latency") or []:
+        for name, figures in run["filters"].items():
+            lines.append(
+                f"| {run['name']} | {name} | {_fmt(figures['period'], 0)} | "
+                f"{'yes' if figures.get('notifications') else 'no'} | "
+                f"{_fmt(figures['allow']['median'])} | {_fmt(figures['allow']['max'])} | "
+                f"{_fmt(figures['deny']['median'])} | {_fmt(figures['deny']['max'])} | "
+                f"{figures['allow']['missed'] + figures['deny']['missed']} |"
+            )
+    lines += ["", "### One full reconcile", ""]
+    lines.append(
+        "| nodes | filter | period s | wall median s | wall max s | filter CPU s "
+        "| Ironic CPU s | requests to Ironic |"
+    )
+    lines.append("|---|---|---|---|---|---|---|---|")
+    for size in results.get("reconcile") or []:
+        for name in (OURS, THEIRS):
+            r = size.get(name)
+            if r:
+                lines.append(
+                    f"| {size['nodes']:,} | {name} | {_fmt(r['period'], 0)} "
+                    f"| {_fmt(r['wall']['median'], 3)} | {_fmt(r['wall']['max'], 3)} "
+                    f"| {_fmt(r['cpu_per_reconcile'], 3)} "
+                    f"| {_fmt(r['ironic_cpu_per_reconcile'], 3)} "
+                    f"| {_fmt(r['requests_per_reconcile'], 0)} {r['requests_kind']} |"
+                )
+    found = ratios(results)
+    if found:
+        lines += ["", "Ratios:", ""]
+        lines += [f"- {key}: {_fmt(value)}x" for key, value in found.items()]
+    checks = targets(results)
+    if checks:
+        lines += ["", "| target | value | met |", "|---|---|---|"]
+        for check in checks:
+            lines.append(
+                f"| {check['target']} | {_fmt(check['value'], 3)} "
+                f"| {'yes' if check['met'] else 'no'} |"
+            )
+    lines += ["", f"![PXE filter latency and reconcile cost]({image})"]
+    return "\n".join(lines) + "\n"
+
+
+def plot(results: dict, path: pathlib.Path) -> None:
+    """Left: each node's latency (allowed, denied) per run and filter; right: CPU per
+    reconcile at each size."""
+    figure = Figure(figsize=(12, 5))
+    FigureCanvasAgg(figure)
+    left, right = figure.subplots(1, 2, gridspec_kw={"width_ratios": [2, 1]})
+    labels, position = [], 0
+    for run in results.get("latency") or []:
+        for name, figures in run["filters"].items():
+            for offset, want in ((-0.15, "allow"), (0.15, "deny")):
+                samples = figures[want]["samples"]
+                left.scatter(
+                    [position + offset] * len(samples),
+                    samples,
+                    s=8,
+                    color=COLORS.get(name, "grey"),
+                    marker="o" if want == "allow" else "x",
+                )
+            labels.append(f"{run['name']}\n{name}")
+            position += 1
+    left.set_xticks(range(len(labels)), labels, fontsize=7)
+    left.set_yscale("symlog", linthresh=1.0)
+    left.set_ylabel("seconds (o: inspect -> allowed, x: continue -> denied)")
+    left.set_title("Latency per node")
+    sizes = results.get("reconcile") or []
+    for index, name in enumerate((OURS, THEIRS)):
+        xs = [i + (index - 0.5) * 0.35 for i, s in enumerate(sizes) if s.get(name)]
+        ys = [s[name]["cpu_per_reconcile"] for s in sizes if s.get(name)]
+        right.bar(xs, ys, width=0.35, color=COLORS[name], label=f"{name} (its CPU)")
+        ironic = [s[name]["ironic_cpu_per_reconcile"] for s in sizes if s.get(name)]
+        right.scatter(xs, ironic, color="black", marker="_", s=200, zorder=3)
+    right.set_xticks(range(len(sizes)), [f"{s['nodes']:,} nodes" for s in sizes])
+    right.set_ylabel("CPU seconds per full reconcile (bar: filter; dash: Ironic)")
+    right.set_title("Reconcile cost")
+    right.legend(fontsize=7)
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=100)
+
+
+def update_doc(results: dict, doc: pathlib.Path, image: pathlib.Path) -> None:
+    """Write the plot and the section of `doc` between its markers (appended when absent)."""
+    plot(results, image)
+    link = pathlib.Path(os.path.relpath(image, doc.parent)).as_posix()
+    block = f"{BEGIN}\n{markdown(results, link)}{END}"
+    text = doc.read_text()
+    if BEGIN in text and END in text.split(BEGIN, 1)[1]:
+        head, rest = text.split(BEGIN, 1)
+        text = head + block + rest.split(END, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    doc.write_text(text)

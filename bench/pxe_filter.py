@@ -1,0 +1,194 @@
+"""Benchmark: our HA PXE filter (`inspector pxe-filter`, whitelist from Ironic) against
+Ironic 39's own `ironic-pxe-filter`, side by side on the same private Ironic.
+
+- Latency, both filters running at once, each writing its own dnsmasq hostsdir: from
+  `inspect` to a node's MAC allowed, and from the ramdisk's /v1/continue_inspection to
+  it denied, over `--nodes` nodes, at each filter's default settings and at a 5 s
+  period (and ours with notifications off at 5 s: polling alone).
+- Cost of one full reconcile at each `--sizes` of enrolled nodes, each filter alone:
+  wall, CPU of the filter and of Ironic, and what it asks of Ironic.
+
+Needs RabbitMQ and Redis (INSPECTOR_TEST_RABBITMQ_URL, INSPECTOR_TEST_REDIS_URL, as
+`scripts/services env` prints them). Writes bench/results/pxe_filter.json, the section
+of docs/performance.md between its markers and docs/images/pxe-filter.png.
+
+    .venv/bin/python -m bench.pxe_filter                 # everything
+    .venv/bin/python -m bench.pxe_filter --sizes 1000    # a quicker run
+"""
+
+import argparse
+import datetime
+import json
+import os
+import pathlib
+import platform
+import subprocess
+import sys
+
+import kombu
+
+from bench.pxe import filters, latency, reconcile, report
+from bench.pxe.ironic_site import PxeIronic
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results" / "pxe_filter.json"
+DOC = ROOT / "docs" / "performance.md"
+IMAGE = ROOT / "docs" / "images" / "pxe-filter.png"
+#: The notification topic of the benchmark's Ironic (not the tests' Ironic's).
+TOPIC = "pxebench_notifications"
+#: The latency runs: name, ironic-pxe-filter's period, ours, whether ours listens to
+#: Ironic's notifications (None: the filter's default period).
+RUNS = {
+    "defaults": (None, None, True),
+    "5 s period": (5.0, 5.0, True),
+    "5 s, polling only": (5.0, 5.0, False),
+}
+DEFAULT_PERIODS = {report.THEIRS: 45.0, report.OURS: 15.0}
+#: Reconciles in each cost window, and the period both filters run at there.
+RECONCILES = 4
+RECONCILE_PERIOD = 5.0
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--nodes", type=int, default=50, help="nodes whose latency is measured")
+    parser.add_argument(
+        "--sizes", default="1000,10000", help="enrolled nodes for the reconcile cost"
+    )
+    parser.add_argument("--runs", default=",".join(RUNS), help="latency runs: " + ", ".join(RUNS))
+    parser.add_argument(
+        "--spacing", type=float, default=1.0, help="seconds between two nodes' starts"
+    )
+    parser.add_argument("--port", type=int, default=6405, help="the benchmark's Ironic's port")
+    parser.add_argument("--directory", type=pathlib.Path, default=ROOT / ".services" / "pxebench")
+    parser.add_argument(
+        "--theirs-only", action="store_true", help="measure ironic-pxe-filter alone"
+    )
+    parser.add_argument("--no-doc", action="store_true", help="write the results JSON only")
+    return parser.parse_args(argv)
+
+
+def ours_available() -> bool:
+    command = [str(ROOT / ".venv" / "bin" / "inspector"), "pxe-filter", "--help"]
+    return subprocess.run(command, check=False, capture_output=True, cwd=ROOT).returncode == 0
+
+
+def forget_notifications(rabbitmq_url: str) -> None:
+    """Drop the queue our filter keeps for Ironic's notifications between its runs."""
+    with kombu.Connection(rabbitmq_url, connect_timeout=5) as connection:
+        connection.channel().queue_delete(f"{TOPIC}_firewall.pxebench.ironic")
+
+
+def latency_run(args, ironic: PxeIronic, nodes, name: str, ours: bool, services: dict) -> dict:
+    theirs_period, ours_period, notifications = RUNS[name]
+    directory = args.directory / "latency"
+    watched: list[filters.Filter] = [filters.Theirs(ironic, directory, theirs_period)]
+    if ours:
+        forget_notifications(services["rabbitmq_url"])
+        watched.append(
+            filters.Ours(
+                ironic,
+                directory,
+                period=ours_period,
+                notifications=notifications,
+                topic=TOPIC,
+                **services,
+            )
+        )
+    periods = {
+        watched[0].name: theirs_period or DEFAULT_PERIODS[report.THEIRS],
+        report.OURS: ours_period or DEFAULT_PERIODS[report.OURS],
+    }
+    print(f"latency run {name!r}: {', '.join(f.name for f in watched)}", flush=True)
+    try:
+        for f in watched:
+            f.start()
+        figures = latency.measure(
+            ironic, nodes, watched, spacing=args.spacing, longest_period=max(periods.values())
+        )
+    finally:
+        for f in watched:
+            f.stop()
+    for f in watched:
+        figures[f.name]["period"] = periods[f.name]
+        figures[f.name]["notifications"] = f.name == report.OURS and notifications
+    return {"name": name, "notifications": notifications, "filters": figures}
+
+
+def reconcile_size(args, ironic: PxeIronic, size: int, ours: bool, services: dict) -> dict:
+    added = ironic.seed(size)
+    nodes, ports = ironic.count()
+    print(f"reconcile at {nodes} nodes ({added} seeded), {ports} ports", flush=True)
+    directory = args.directory / f"reconcile-{size}"
+    result = {"nodes": nodes, "ports": ports}
+    theirs = filters.Theirs(ironic, directory, RECONCILE_PERIOD)
+    result[report.THEIRS] = reconcile.theirs(theirs, ironic, nodes, RECONCILES)
+    if ours:
+        forget_notifications(services["rabbitmq_url"])
+        f = filters.Ours(ironic, directory, period=RECONCILE_PERIOD, topic=TOPIC, **services)
+        result[report.OURS] = reconcile.ours(f, ironic, nodes, RECONCILES, RECONCILE_PERIOD)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(sys.argv[1:] if argv is None else argv)
+    services = {
+        "rabbitmq_url": os.environ["INSPECTOR_TEST_RABBITMQ_URL"],
+        "redis_url": os.environ["INSPECTOR_TEST_REDIS_URL"],
+    }
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    ours = not args.theirs_only and ours_available()
+    results: dict = {
+        "command": "python -m bench.pxe_filter " + " ".join(sys.argv[1:] if argv is None else argv),
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "when": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            "load_before": round(os.getloadavg()[0], 2),
+        },
+        "latency_nodes": args.nodes,
+        "latency": [],
+        "reconcile": [],
+    }
+    if not ours:
+        results["left_undone"] = (
+            "`inspector pxe-filter` (whitelist from Ironic) is not in this checkout"
+        )
+    ironic = PxeIronic(args.directory / "ironic", args.port, services["rabbitmq_url"], TOPIC)
+    ironic.start()
+    try:
+        results["machine"]["ironic"] = _ironic_version(ironic)
+        nodes = ironic.enroll(args.nodes)
+        for node in nodes:
+            ironic.reset(node.uuid)
+        ironic.seed(sizes[0])
+        for name in args.runs.split(","):
+            if not ours and not RUNS[name][2]:
+                continue  # ours without notifications: nothing of theirs changes
+            results["latency"].append(latency_run(args, ironic, nodes, name, ours, services))
+        for size in sizes:
+            results["reconcile"].append(reconcile_size(args, ironic, size, ours, services))
+    finally:
+        ironic.stop()
+        forget_notifications(services["rabbitmq_url"])
+    results["machine"]["load_after"] = round(os.getloadavg()[0], 2)
+    results["ratios"] = report.ratios(results)
+    results["targets"] = report.targets(results)
+    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
+    if not args.no_doc:
+        report.update_doc(results, DOC, IMAGE)
+    print(json.dumps({"ratios": results["ratios"], "targets": results["targets"]}, indent=2))
+    return 0
+
+
+def _ironic_version(ironic: PxeIronic) -> str:
+    """The version of the ironic package in Ironic's own virtualenv."""
+    script = "from importlib import metadata; print(metadata.version('ironic'))"
+    python = ironic.venv / "bin" / "python"
+    return subprocess.run(
+        [str(python), "-c", script], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
