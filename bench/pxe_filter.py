@@ -24,6 +24,7 @@ import pathlib
 import platform
 import subprocess
 import sys
+import time
 
 import kombu
 
@@ -116,11 +117,13 @@ def latency_run(args, ironic: PxeIronic, nodes, name: str, ours: bool, services:
 
 
 def reconcile_size(args, ironic: PxeIronic, size: int, ours: bool, services: dict) -> dict:
+    started = time.monotonic()
     added = ironic.seed(size)
+    seeded = time.monotonic() - started
     nodes, ports = ironic.count()
-    print(f"reconcile at {nodes} nodes ({added} seeded), {ports} ports", flush=True)
+    print(f"reconcile at {nodes} nodes ({added} seeded in {seeded:.1f} s), {ports} ports")
     directory = args.directory / f"reconcile-{size}"
-    result = {"nodes": nodes, "ports": ports}
+    result = {"nodes": nodes, "ports": ports, "seeded": added, "seed_seconds": round(seeded, 2)}
     theirs = filters.Theirs(ironic, directory, RECONCILE_PERIOD)
     result[report.THEIRS] = reconcile.theirs(theirs, ironic, nodes, RECONCILES)
     if ours:

@@ -10,6 +10,7 @@ denied. The filter itself runs unchanged (`ironic.command.pxe_filter.main`).
 """
 
 import json
+import re
 import sys
 import threading
 import time
@@ -20,10 +21,9 @@ from sqlalchemy.engine import Engine
 
 def _kind(sql: str) -> str:
     """A statement's verb and the table it reads: `SELECT nodes`, `BEGIN`."""
-    words = sql.split()
-    if " FROM " in sql:
-        return f"{words[0]} {sql.split(' FROM ', 1)[1].split(maxsplit=1)[0]}"
-    return words[0] if words else ""
+    verb = sql.split(maxsplit=1)[0] if sql.strip() else ""
+    table = re.search(r"\bFROM\s+(\w+)", sql)
+    return f"{verb} {table.group(1)}" if table else verb
 
 
 class Ledger:

@@ -194,26 +194,27 @@ class Ours(Filter):
         super().stop()
         self.proxy.stop()
 
-    def reconciles(self, calls: list[proxy.Call]) -> list[dict]:
-        """The proxy's calls grouped into reconciles: listings less than RECONCILE_GAP
-        apart; each with its wall time (first call sent to last answer), its calls and
-        its listings of every node or port."""
-        groups: list[list[proxy.Call]] = []
-        for call in sorted(calls, key=lambda c: c.at - c.seconds):
-            if groups and call.at - call.seconds - groups[-1][-1].at < RECONCILE_GAP:
-                groups[-1].append(call)
-            else:
-                groups.append([call])
-        return [
-            {
-                "at": group[0].at - group[0].seconds,
-                "wall": max(c.at for c in group) - (group[0].at - group[0].seconds),
-                "calls": len(group),
-                "kinds": sorted({c.kind for c in group}),
-                "ironic_seconds": sum(c.seconds for c in group),
-            }
-            for group in groups
-        ]
+
+def reconciles(calls: list[proxy.Call]) -> list[dict]:
+    """The proxy's calls grouped into reconciles: calls less than RECONCILE_GAP apart;
+    each with its wall time (first call sent to last answer), its calls, their kinds
+    and the time Ironic took for them."""
+    groups: list[list[proxy.Call]] = []
+    for call in sorted(calls, key=lambda c: c.at - c.seconds):
+        if groups and call.at - call.seconds - max(c.at for c in groups[-1]) < RECONCILE_GAP:
+            groups[-1].append(call)
+        else:
+            groups.append([call])
+    return [
+        {
+            "at": group[0].at - group[0].seconds,
+            "wall": max(c.at for c in group) - (group[0].at - group[0].seconds),
+            "calls": len(group),
+            "kinds": sorted({c.kind for c in group}),
+            "ironic_seconds": sum(c.seconds for c in group),
+        }
+        for group in groups
+    ]
 
 
 def wait_for(predicate, timeout: float, what: str, interval: float = 0.1) -> None:

@@ -12,6 +12,7 @@ listener).
 
 import statistics
 import time
+from collections.abc import Callable
 
 from bench.fleet.batch import cpu_seconds
 from bench.pxe import filters as pxe_filters
@@ -38,56 +39,16 @@ def _stats(values: list[float]) -> dict:
     }
 
 
-def theirs(f: pxe_filters.Theirs, ironic: PxeIronic, nodes: int, count: int) -> dict:
-    period = f.period or 45.0
-    f.start()
-    try:
-        pxe_filters.wait_for(
-            lambda: _all_written(f, nodes) and len(f.syncs()) >= 1,
-            period + GRACE,
-            f"{f.name}'s first sync",
-        )
-        first = len(f.syncs())
-        pxe_filters.wait_for(
-            lambda: len(f.syncs()) > first, period + GRACE, f"{f.name}'s next sync"
-        )
-        start = len(f.syncs())
-        cpu0, ironic0, t0 = f.cpu(), _ironic_cpu(ironic), time.monotonic()
-        pxe_filters.wait_for(
-            lambda: len(f.syncs()) >= start + count,
-            count * period + GRACE,
-            f"{count} syncs of {f.name}",
-        )
-        cpu1, ironic1, t1 = f.cpu(), _ironic_cpu(ironic), time.monotonic()
-        syncs = f.syncs()[start : start + count]
-    finally:
-        f.stop()
-    return {
-        "filter": f.name,
-        "nodes": nodes,
-        "period": period,
-        "reconciles": count,
-        "window_seconds": t1 - t0,
-        "wall": _stats([s["wall"] for s in syncs]),
-        "sync_thread_cpu": _stats([s["cpu"] for s in syncs]),
-        "cpu_per_reconcile": (cpu1 - cpu0) / count,
-        "ironic_cpu_per_reconcile": (ironic1 - ironic0) / count,
-        "requests_per_reconcile": statistics.median(s["statements"] for s in syncs),
-        "requests_kind": "SQL statements on Ironic's database",
-        "sql": syncs[-1].get("sql") if syncs else None,
-        "macs": syncs[-1]["allowed"] + syncs[-1]["denied"] if syncs else None,
-    }
-
-
-def ours(f: pxe_filters.Ours, ironic: PxeIronic, nodes: int, count: int, period: float) -> dict:
-    f.start()
-
-    def done() -> list[dict]:
-        """The reconciles seen whose last call is RECONCILE_GAP old (so it is over)."""
-        now = time.monotonic()
-        groups = f.reconciles(f.proxy.ledger.calls())
-        return [g for g in groups if now - (g["at"] + g["wall"]) > pxe_filters.RECONCILE_GAP]
-
+def _window(
+    f: pxe_filters.Filter,
+    ironic: PxeIronic,
+    nodes: int,
+    count: int,
+    period: float,
+    done: Callable[[], list[dict]],
+) -> tuple[list[dict], dict]:
+    """The `count` reconciles (`done()`: those finished so far) after the first two of
+    the started filter `f`, and what the window cost; the filter is stopped after."""
     try:
         pxe_filters.wait_for(
             lambda: f.alive() and _all_written(f, nodes) and len(done()) >= 1,
@@ -106,19 +67,46 @@ def ours(f: pxe_filters.Ours, ironic: PxeIronic, nodes: int, count: int, period:
             f"{count} reconciles of {f.name}",
         )
         cpu1, ironic1, t1 = f.cpu(), _ironic_cpu(ironic), time.monotonic()
-        groups = done()[start : start + count]
+        records = done()[start : start + count]
     finally:
         f.stop()
-    return {
+    return records, {
         "filter": f.name,
         "nodes": nodes,
         "period": period,
         "reconciles": count,
         "window_seconds": t1 - t0,
-        "wall": _stats([g["wall"] for g in groups]),
-        "ironic_seconds": _stats([g["ironic_seconds"] for g in groups]),
+        "wall": _stats([r["wall"] for r in records]),
         "cpu_per_reconcile": (cpu1 - cpu0) / count,
         "ironic_cpu_per_reconcile": (ironic1 - ironic0) / count,
+    }
+
+
+def theirs(f: pxe_filters.Theirs, ironic: PxeIronic, nodes: int, count: int) -> dict:
+    period = f.period or 45.0
+    f.start()
+    syncs, result = _window(f, ironic, nodes, count, period, f.syncs)
+    return result | {
+        "sync_thread_cpu": _stats([s["cpu"] for s in syncs]),
+        "requests_per_reconcile": statistics.median(s["statements"] for s in syncs),
+        "requests_kind": "SQL statements on Ironic's database",
+        "sql": syncs[-1].get("sql"),
+        "macs": syncs[-1]["allowed"] + syncs[-1]["denied"],
+    }
+
+
+def ours(f: pxe_filters.Ours, ironic: PxeIronic, nodes: int, count: int, period: float) -> dict:
+    f.start()
+
+    def done() -> list[dict]:
+        """The reconciles seen whose last call is RECONCILE_GAP old (so it is over)."""
+        now = time.monotonic()
+        groups = pxe_filters.reconciles(f.proxy.ledger.calls())
+        return [g for g in groups if now - (g["at"] + g["wall"]) > pxe_filters.RECONCILE_GAP]
+
+    groups, result = _window(f, ironic, nodes, count, period, done)
+    return result | {
+        "ironic_seconds": _stats([g["ironic_seconds"] for g in groups]),
         "requests_per_reconcile": statistics.median(g["calls"] for g in groups),
         "requests_kind": "REST calls to Ironic (paginated listings)",
         "call_kinds": sorted({k for g in groups for k in g["kinds"]}),

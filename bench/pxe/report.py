@@ -6,6 +6,7 @@ Only reads the results; measures nothing.
 
 import os
 import pathlib
+import re
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -199,9 +200,8 @@ def update_doc(results: dict, doc: pathlib.Path, image: pathlib.Path) -> None:
     link = pathlib.Path(os.path.relpath(image, doc.parent)).as_posix()
     block = f"{BEGIN}\n{markdown(results, link)}{END}"
     text = doc.read_text()
-    if BEGIN in text and END in text.split(BEGIN, 1)[1]:
-        head, rest = text.split(BEGIN, 1)
-        text = head + block + rest.split(END, 1)[1]
+    section = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.DOTALL)
+    if section.search(text):
+        doc.write_text(section.sub(lambda _: block, text, count=1))
     else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    doc.write_text(text)
+        doc.write_text(text.rstrip("\n") + "\n\n" + block + "\n")
