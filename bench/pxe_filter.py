@@ -42,7 +42,7 @@ TOPIC = "pxebench_notifications"
 RUNS = {
     "defaults": (None, None, True),
     "5 s period": (5.0, 5.0, True),
-    "5 s, polling only": (5.0, 5.0, False),
+    "5 s polling only": (5.0, 5.0, False),
 }
 DEFAULT_PERIODS = {report.THEIRS: 45.0, report.OURS: 15.0}
 #: Reconciles in each cost window, and the period both filters run at there.
@@ -66,7 +66,11 @@ def parse(argv: list[str]) -> argparse.Namespace:
         "--theirs-only", action="store_true", help="measure ironic-pxe-filter alone"
     )
     parser.add_argument("--no-doc", action="store_true", help="write the results JSON only")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    unknown = [name for name in args.runs.split(",") if name not in RUNS]
+    if unknown:
+        parser.error(f"unknown --runs {', '.join(unknown)}; known: {', '.join(RUNS)}")
+    return args
 
 
 def ours_available() -> bool:
@@ -75,9 +79,12 @@ def ours_available() -> bool:
 
 
 def forget_notifications(rabbitmq_url: str) -> None:
-    """Drop the queue our filter keeps for Ironic's notifications between its runs."""
+    """Drop the queue our filter keeps for Ironic's notifications between its runs, and
+    the one Ironic's notifier fills for whoever reads its topic."""
     with kombu.Connection(rabbitmq_url, connect_timeout=5) as connection:
-        connection.channel().queue_delete(f"{TOPIC}_firewall.pxebench.ironic")
+        channel = connection.channel()
+        for queue in (f"{TOPIC}_firewall.pxebench.ironic", f"{TOPIC}.info"):
+            channel.queue_delete(queue)
 
 
 def latency_run(args, ironic: PxeIronic, nodes, name: str, ours: bool, services: dict) -> dict:
@@ -171,19 +178,26 @@ def main(argv: list[str] | None = None) -> int:
             if not ours and not RUNS[name][2]:
                 continue  # ours without notifications: nothing of theirs changes
             results["latency"].append(latency_run(args, ironic, nodes, name, ours, services))
+            _save(results)
         for size in sizes:
             results["reconcile"].append(reconcile_size(args, ironic, size, ours, services))
+            _save(results)
     finally:
         ironic.stop()
         forget_notifications(services["rabbitmq_url"])
     results["machine"]["load_after"] = round(os.getloadavg()[0], 2)
     results["ratios"] = report.ratios(results)
     results["targets"] = report.targets(results)
-    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
+    _save(results)
     if not args.no_doc:
         report.update_doc(results, DOC, IMAGE)
     print(json.dumps({"ratios": results["ratios"], "targets": results["targets"]}, indent=2))
     return 0
+
+
+def _save(results: dict) -> None:
+    """The results so far (a run that fails later keeps what it measured)."""
+    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
 
 
 def _ironic_version(ironic: PxeIronic) -> str:
