@@ -18,6 +18,7 @@ node and per port in one transaction, as an operator's bulk import would leave t
 
 import concurrent.futures
 import dataclasses
+import datetime
 import os
 import pathlib
 import sqlite3
@@ -251,6 +252,11 @@ class PxeIronic:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"node {node_uuid} is {node}, not {states}")
             time.sleep(0.2)  # polling Ironic's state with a deadline
+
+    def changed_at(self, node_uuid: str, field: str) -> float:
+        """A timestamp field of the node (Ironic's record of a change), as time.time()."""
+        reply = self.session.get(f"{self.url}/v1/nodes/{node_uuid}?fields={field}", timeout=60)
+        return datetime.datetime.fromisoformat(reply.json()[field]).timestamp()
 
     def reset(self, node_uuid: str) -> None:
         """Back to `manageable` from wherever an interrupted run left it."""

@@ -108,18 +108,39 @@ def markdown(results: dict, image: str) -> str:
         lines += ["", f"**Not measured in this run**: {results['left_undone']}"]
     lines += ["", f"### Latency over {results.get('latency_nodes', '?')} nodes (seconds)", ""]
     lines.append(
-        "| run | filter | period s | notifications | allowed median | allowed max "
-        "| denied median | denied max | missed |"
+        "From the request (`inspect`; the ramdisk's `continue_inspection`) to the MAC's "
+        "record in the filter's hostsdir, and from Ironic's own record of the change "
+        "(the node's `inspection_started_at`; its `provision_updated_at` once "
+        "`manageable`) to that record: the second is the filter's share."
     )
-    lines.append("|---|---|---|---|---|---|---|---|---|")
+    lines += [
+        "",
+        "| run | filter | period s | notifications | allowed median / max "
+        "| denied median / max | after Ironic: allowed median / max "
+        "| after Ironic: denied median / max | missed |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for run in results.get("latency") or []:
         for name, figures in run["filters"].items():
+            cells = [
+                f"{_fmt(figures[key]['median'])} / {_fmt(figures[key]['max'])}"
+                for key in ("allow", "deny", "allow_after_ironic", "deny_after_ironic")
+                if key in figures
+            ]
             lines.append(
                 f"| {run['name']} | {name} | {_fmt(figures['period'], 0)} | "
                 f"{'yes' if figures.get('notifications') else 'no'} | "
-                f"{_fmt(figures['allow']['median'])} | {_fmt(figures['allow']['max'])} | "
-                f"{_fmt(figures['deny']['median'])} | {_fmt(figures['deny']['max'])} | "
-                f"{figures['allow']['missed'] + figures['deny']['missed']} |"
+                + " | ".join(cells)
+                + f" | {figures['allow']['missed'] + figures['deny']['missed']} |"
+            )
+    for run in results.get("latency") or []:
+        own = run.get("ironic")
+        if own:
+            lines.append(
+                f"\nIronic itself ({run['name']}): `inspect` to `inspecting` "
+                f"{_fmt(own['allow']['median'])} s median, {_fmt(own['allow']['max'])} max; "
+                f"`continue_inspection` to `manageable` {_fmt(own['deny']['median'])} s "
+                f"median, {_fmt(own['deny']['max'])} max."
             )
     lines += ["", "### One full reconcile", ""]
     lines.append(
