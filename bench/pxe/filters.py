@@ -16,6 +16,8 @@ import signal
 import subprocess
 import time
 
+import kombu
+
 from bench.fleet import peer, procstat, proxy
 from bench.fleet.batch import cpu_seconds
 from bench.pxe import ironic_site
@@ -69,6 +71,10 @@ class Filter:
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
+
+    def ready(self) -> bool:
+        """Whether it hears every change it is meant to hear (its start-up is over)."""
+        return self.alive()
 
     def cpu(self) -> float:
         """user+system CPU seconds of its processes so far."""
@@ -189,6 +195,19 @@ class Ours(Filter):
         command = [str(ROOT / ".venv" / "bin" / "inspector"), "pxe-filter"]
         self._spawn([*command, "--config-file", str(self.config)])
         return self
+
+    def ready(self) -> bool:
+        """Alive, and with notifications, consuming the queue Ironic's notifications
+        reach it by (those sent before it is bound are lost: its reconcile has them)."""
+        if not self.alive() or not self.options.get("notifications", True):
+            return self.alive()
+        queue = f"{self.options['topic']}_firewall.pxebench.ironic"
+        with kombu.Connection(self.options["rabbitmq_url"], connect_timeout=5) as connection:
+            try:
+                declared = connection.channel().queue_declare(queue=queue, passive=True)
+            except connection.channel_errors:  # not declared yet
+                return False
+        return declared.consumer_count > 0
 
     def stop(self) -> None:
         super().stop()

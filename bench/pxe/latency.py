@@ -89,7 +89,9 @@ def measure(
     timeout = longest_period + GRACE
     for f in watched:
         pxe_filters.wait_for(
-            lambda f=f: all(pxe_filters.entry(f.hostsdir, n.mac) == "deny" for n in nodes),
+            lambda f=f: (
+                f.ready() and all(pxe_filters.entry(f.hostsdir, n.mac) == "deny" for n in nodes)
+            ),
             timeout,
             f"{f.name} denying the {len(nodes)} MACs",
         )
