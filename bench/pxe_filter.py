@@ -134,9 +134,7 @@ def reconcile_size(args, ironic: PxeIronic, size: int, ours: bool, services: dic
     added = ironic.seed(size)
     seeded = time.monotonic() - started
     nodes, ports = ironic.count()
-    print(
-        f"reconcile at {nodes} nodes ({added} seeded in {seeded:.1f} s), {ports} ports", flush=True
-    )
+    print(f"reconcile at {nodes} nodes ({added:+d} in {seeded:.1f} s), {ports} ports", flush=True)
     directory = args.directory / f"reconcile-{size}"
     result = {"nodes": nodes, "ports": ports, "seeded": added, "seed_seconds": round(seeded, 2)}
     theirs = filters.Theirs(ironic, directory, RECONCILE_PERIOD)

@@ -194,16 +194,25 @@ class PxeIronic:
         return node_uuid
 
     def seed(self, total: int) -> int:
-        """Copies of node 0 (and its port) up to `total` nodes, in Ironic's database in
-        one transaction; how many were added."""
+        """Exactly `total` nodes: copies of node 0 (and its port) added, or the copies
+        beyond `total` removed, in Ironic's database in one transaction; the change in
+        the number of nodes."""
         with sqlite3.connect(self.database, timeout=60) as db:
             db.row_factory = sqlite3.Row
-            node = dict(
-                db.execute("SELECT * FROM nodes WHERE name = ?", (node_name(0),)).fetchone()
-            )
+            first = (node_name(0),)
+            node = dict(db.execute("SELECT * FROM nodes WHERE name = ?", first).fetchone())
             port = dict(
                 db.execute("SELECT * FROM ports WHERE node_id = ?", (node["id"],)).fetchone()
             )
+            extra = [
+                row[0]
+                for row in db.execute(
+                    "SELECT id FROM nodes WHERE name LIKE 'pxe-%' AND name >= ?",
+                    (node_name(total),),
+                )
+            ]
+            db.executemany("DELETE FROM ports WHERE node_id = ?", [(i,) for i in extra])
+            db.executemany("DELETE FROM nodes WHERE id = ?", [(i,) for i in extra])
             names = {row[0] for row in db.execute("SELECT name FROM nodes")}
             missing = [i for i in range(total) if node_name(i) not in names]
             for column in ("id", "uuid", "name"):
@@ -223,7 +232,7 @@ class PxeIronic:
                     f"VALUES ({', '.join('?' * len(port_columns))})",
                     [str(uuidlib.uuid4()), node_mac(index), cursor.lastrowid, *port.values()],
                 )
-        return len(missing)
+        return len(missing) - len(extra)
 
     # ------------------------------------------------------------------ inspection
 
