@@ -22,6 +22,7 @@ import json
 import os
 import pathlib
 import platform
+import shlex
 import subprocess
 import sys
 import time
@@ -155,7 +156,9 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [int(s) for s in args.sizes.split(",") if s]
     ours = not args.theirs_only and ours_available()
     results: dict = {
-        "command": "python -m bench.pxe_filter " + " ".join(sys.argv[1:] if argv is None else argv),
+        "command": shlex.join(
+            ["python", "-m", "bench.pxe_filter", *(sys.argv[1:] if argv is None else argv)]
+        ),
         "machine": {
             "cpus": os.cpu_count(),
             "python": platform.python_version(),

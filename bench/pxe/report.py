@@ -197,6 +197,7 @@ def plot(results: dict, path: pathlib.Path) -> None:
             position += 1
     left.set_xticks(range(len(labels)), labels, fontsize=7)
     left.set_yscale("symlog", linthresh=1.0)
+    left.set_ylim(bottom=0)
     left.set_ylabel("seconds (o: inspect -> allowed, x: continue -> denied)")
     left.set_title("Latency per node")
     sizes = results.get("reconcile") or []
