@@ -173,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         results["left_undone"] = (
             "`inspector pxe-filter` (whitelist from Ironic) is not in this checkout"
         )
-    ironic = PxeIronic(args.directory / "ironic", args.port, services["rabbitmq_url"], TOPIC)
+    ironic = PxeIronic(args.directory / "ironic", args.port, TOPIC)
     ironic.start()
     try:
         results["machine"]["ironic"] = _ironic_version(ironic)

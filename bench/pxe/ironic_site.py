@@ -1,14 +1,13 @@
 """The PXE filter benchmark's own Ironic 39: built-in inspection (`agent` inspect
 interface, fake hardware), versioned notifications to RabbitMQ, and its site of nodes.
 
-scripts/services creates Ironic's configuration, database and virtualenv on a private
+scripts/services creates Ironic's configuration (notifications to the test RabbitMQ,
+here on a topic of the benchmark's own, and unmanaged `agent` inspection: the nodes
+PXE-boot from the dnsmasq the filters guard), database and virtualenv on a private
 directory and port, and stops it; this module starts it again with a second
-configuration file of the benchmark's own after the first (oslo.config: the later file
-wins): notifications on, unmanaged inspection (the nodes PXE-boot from the
-dnsmasq the filters guard, as fake hardware's boot interface manages no boot), the
-power-state sync off (10,000 fake nodes would keep the
-shared 2 cores busy every minute). ironic-pxe-filter reads the same files and one of
-its own ([pxe_filter]).
+configuration file after the first (oslo.config: the later file wins) that turns the
+power-state sync off (10,000 fake nodes would keep the shared 2 cores busy every
+minute). ironic-pxe-filter reads the same files and one of its own ([pxe_filter]).
 
 Nodes `pxe-NNNNN` each have one PXE port, MAC 52:55:XX:XX:XX:XX (the index in the last
 four bytes), and are `manageable`. The first ones are enrolled through Ironic's API,
@@ -61,32 +60,20 @@ def oslo_url(url: str) -> str:
     return "rabbit://" + url.split("://", 1)[1] if url.startswith("amqp://") else url
 
 
-def extra_conf(rabbitmq_url: str, topic: str) -> str:
-    """The options the benchmark adds to scripts/services' Ironic configuration."""
-    return f"""[DEFAULT]
-notification_level = info
-versioned_notifications_topics = {topic}
-
-[oslo_messaging_notifications]
-driver = messagingv2
-transport_url = {oslo_url(rabbitmq_url)}
-
-[conductor]
+#: What the benchmark adds to scripts/services' Ironic configuration.
+EXTRA_CONF = """[conductor]
 sync_power_state_interval = -1
-
-[inspector]
-require_managed_boot = false
 """
 
 
 class PxeIronic:
-    """A private Ironic under `directory` on `port`, notifying on `topic`."""
+    """A private Ironic under `directory` on `port`, notifying on `topic` (on the
+    RabbitMQ of `scripts/services env`)."""
 
-    def __init__(self, directory: pathlib.Path, port: int, rabbitmq_url: str, topic: str):
+    def __init__(self, directory: pathlib.Path, port: int, topic: str):
         self.directory = directory
         self.port = port
         self.url = f"http://127.0.0.1:{port}"
-        self.rabbitmq_url = rabbitmq_url
         self.topic = topic
         self.conf = directory / "ironic.conf"
         self.session = requests.Session()
@@ -105,6 +92,7 @@ class PxeIronic:
     def _services(self, action: str) -> None:
         environ = dict(os.environ, INSPECTOR_IRONIC_DIR=str(self.directory))
         environ["INSPECTOR_IRONIC_PORT"] = str(self.port)
+        environ["INSPECTOR_IRONIC_NOTIFICATIONS_TOPIC"] = self.topic
         subprocess.run([str(SERVICES), action, "ironic"], check=True, env=environ)
 
     def configs(self) -> list[pathlib.Path]:
@@ -118,7 +106,7 @@ class PxeIronic:
         self._services("start")
         self._services("stop")
         extra = self.configs()[1]
-        extra.write_text(extra_conf(self.rabbitmq_url, self.topic))
+        extra.write_text(EXTRA_CONF)
         log = (self.directory / "ironic.out").open("ab")
         process = subprocess.Popen(
             [str(self.venv / "bin" / "ironic")]
