@@ -54,7 +54,7 @@ class Filter:
         self.log = log
         self.process: subprocess.Popen | None = None
 
-    def _spawn(self, argv: list[str], env: dict | None = None) -> None:
+    def _spawn(self, argv: list[str]) -> None:
         self.hostsdir.mkdir(parents=True, exist_ok=True)
         for stale in self.hostsdir.iterdir():
             stale.unlink()
@@ -65,7 +65,6 @@ class Filter:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 cwd=ROOT,
-                env=env,
                 start_new_session=True,
             )
 
