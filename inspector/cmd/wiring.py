@@ -8,7 +8,6 @@ import logging
 import math
 import os
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from oslo_config import cfg
 
@@ -236,22 +235,6 @@ def notification_sender(conf: cfg.ConfigOpts, db: Store, budget: Outages) -> sen
     )
 
 
-def timed_backends(
-    metrics: WorkerMetrics | NoMetrics, db: Any, coordinator: Any, queue: Any, ironic: Any
-) -> tuple[Any, Any, Any, Any]:
-    """The backends as the request threads see them: with metrics served, each call's
-    time is added to the worker's metrics (inspector.worker.timing); else unchanged."""
-    if not isinstance(metrics, WorkerMetrics):
-        return db, coordinator, queue, ironic
-    record = metrics.backend_time
-    return (
-        timing.Timed(db, timing.DATABASE, record),
-        timing.TimedCoordinator(coordinator, record),
-        timing.TimedQueue(queue, record),
-        None if ironic is None else timing.Timed(ironic, timing.IRONIC, record),
-    )
-
-
 @contextlib.contextmanager
 def running_pool(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> Iterator[Pool]:
     """A started worker process: its PXE firewall (closed before anything else, closed
@@ -272,8 +255,9 @@ def running_pool(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> Iterator[Pool]:
         faults = Faults.from_env()
         ironic = None if faults.skip_tasks else open_ironic(conf, lifecycle)
         # What the request threads use: timed per backend when metrics are served.
-        t_db, t_coordinator, t_queue, t_ironic = timed_backends(
-            metrics, db, coordinator, queue, ironic
+        record = metrics.backend_time if isinstance(metrics, WorkerMetrics) else None
+        t_db, t_coordinator, t_queue, t_ironic = timing.timed(
+            record, db, coordinator, queue, ironic
         )
         throttle = RebootThrottle(t_coordinator, t_db, lifecycle, conf.worker.reboot_throttle)
         channel = channels.from_conf(conf, host=conf.host)

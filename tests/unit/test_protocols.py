@@ -1,6 +1,6 @@
 """The Protocols of the backends (the work queue, the DLM, Ironic) name what each of
 their implementations has, with the same parameters: the real backends, the wrappers
-and the tests' fakes."""
+(lazy, timed) and the tests' fakes."""
 
 import inspect
 import typing
@@ -12,6 +12,7 @@ from inspector.broker import queue as work_queue
 from inspector.coordination import DLM, LocalCoordinator, ToozCoordinator
 from inspector.ironic import Ironic, IronicClient
 from inspector.ironic.lazy import LazyIronic
+from inspector.worker import timing
 from tests.api_steps import RecordingQueue
 from tests.fakes.dlm import FakeMember
 from tests.fakes.ironic import FakeIronic
@@ -39,13 +40,17 @@ def assigned_in_init(implementation: type, name: str) -> bool:
 IMPLEMENTATIONS = [
     (IronicClient, Ironic),
     (IronicClient, LazyIronic),
+    (IronicClient, timing.TimedIronic),
     (IronicClient, FakeIronic),
     (DLM, LocalCoordinator),
     (DLM, ToozCoordinator),
+    (DLM, timing.TimedDLM),
     (DLM, FakeMember),
     (Queue, work_queue.WorkQueue),
+    (Queue, timing.TimedQueue),
     (Publisher, RecordingQueue),
     (Delivery, work_queue.Delivery),
+    (Delivery, timing.TimedDelivery),
 ]
 
 
