@@ -1,5 +1,6 @@
 """The Flask application factory: wires configuration, services, hooks, error mapping and
-blueprints. No module-level app: `create_app(conf)` builds a new one each time.
+blueprints. No module-level app: `create_app(conf, ...)` builds a new one each time, on the
+backends it is given.
 """
 
 import flask
@@ -10,11 +11,9 @@ from inspector.api import (
     auth,
     bodies,
     errors,
-    guard,
     health,
     introspection,
     metrics,
-    policy,
     ramdisk,
     request_ids,
     root,
@@ -22,32 +21,11 @@ from inspector.api import (
     versions,
 )
 from inspector.api.context import EXTENSION, Services
-from inspector.broker.queue import WorkQueue
-from inspector.broker.tls import Tls
-from inspector.ironic.lazy import LazyIronic
+from inspector.api.guard import Guard
+from inspector.api.policy import API_RECHECK_INTERVAL, Policy
+from inspector.broker import Publisher
+from inspector.ironic import IronicClient
 from inspector.store import Store
-
-
-def build_services(conf: cfg.ConfigOpts, **given) -> Services:
-    """The services the views use; anything not given is built from the configuration."""
-    if "store" not in given:
-        given["store"] = Store.from_conf(conf, notify=bool(conf.notifications.drivers))
-    if "queue" not in given:
-        given["queue"] = WorkQueue(
-            conf.queue.transport_url,
-            conf.queue.queue_name,
-            max_retries=conf.queue.max_retries,
-            retry_interval=conf.queue.retry_interval,
-            visibility_timeout=conf.queue.visibility_timeout,
-            tls=Tls.from_conf(conf),
-        )
-    if "ironic" not in given:
-        given["ironic"] = LazyIronic(conf)
-    given.setdefault("policy", policy.Policy(conf, recheck_interval=policy.API_RECHECK_INTERVAL))
-    given.setdefault(
-        "guard", guard.Guard(conf.api.continue_allowed_networks, conf.api.continue_rate_limit)
-    )
-    return Services(conf=conf, **given)
 
 
 class InspectorFlask(flask.Flask):
@@ -65,9 +43,15 @@ class InspectorFlask(flask.Flask):
         return sync
 
 
-def create_app(conf: cfg.ConfigOpts, **services) -> flask.Flask:
-    """The WSGI app. `services` (store, queue, ironic, policy, guard) override the ones
-    built from `conf`, for tests and for `inspector all`, which shares its queue."""
+def create_app(
+    conf: cfg.ConfigOpts,
+    *,
+    store: Store,
+    queue: Publisher,
+    ironic: IronicClient,
+) -> flask.Flask:
+    """The WSGI app on the process's backends (inspector.services.build_services, or
+    tests' doubles)."""
     app = InspectorFlask("inspector.api")
     app.config["INSPECTOR_DEBUG"] = conf.debug
     # The body limit of every route but /v1/continue, whose view sets its own (larger:
@@ -75,7 +59,14 @@ def create_app(conf: cfg.ConfigOpts, **services) -> flask.Flask:
     app.config["MAX_CONTENT_LENGTH"] = conf.api.max_request_body_size
     app.json.sort_keys = False
     app.url_map.strict_slashes = False
-    app.extensions[EXTENSION] = build_services(conf, **services)
+    app.extensions[EXTENSION] = Services(
+        conf=conf,
+        store=store,
+        queue=queue,
+        ironic=ironic,
+        policy=Policy(conf, recheck_interval=API_RECHECK_INTERVAL),
+        guard=Guard(conf.api.continue_allowed_networks, conf.api.continue_rate_limit),
+    )
     # First: a request refused by a later hook is logged with its node.
     app.before_request(request_ids.name_node)
     app.before_request(versions.negotiate)

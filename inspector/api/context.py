@@ -1,11 +1,14 @@
 """What the views need, built once per app by the factory: no globals, one object."""
 
 import dataclasses
-from typing import Any
 
 import flask
 from oslo_config import cfg
 
+from inspector.api.guard import Guard
+from inspector.api.policy import Policy
+from inspector.broker import Publisher
+from inspector.ironic import IronicClient
 from inspector.machine import Machine
 from inspector.store import Store
 
@@ -16,10 +19,11 @@ EXTENSION = "inspector"
 class Services:
     conf: cfg.ConfigOpts
     store: Store
-    queue: Any  # inspector.broker.queue.WorkQueue, or a test double with put()
-    ironic: Any  # inspector.ironic.Ironic, or tests.fakes.ironic.FakeIronic
-    policy: Any  # inspector.api.policy.Policy
-    guard: Any  # inspector.api.guard.Guard
+    #: The work queue (broker.queue.WorkQueue); the API only puts requests on it.
+    queue: Publisher
+    ironic: IronicClient
+    policy: Policy
+    guard: Guard
     machine: Machine = dataclasses.field(default_factory=Machine)
 
 

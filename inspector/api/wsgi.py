@@ -2,7 +2,8 @@
 
 The application is built on the first request, not at import, from the files named by
 INSPECTOR_CONFIG_FILES (colon-separated; default /etc/inspector/inspector.conf when it
-exists) and INSPECTOR_CONFIG_DIR. A bad configuration fails that first request loudly.
+exists) and INSPECTOR_CONFIG_DIR, on the backends `inspector api` builds
+(inspector.services). A bad configuration fails that first request loudly.
 """
 
 import logging
@@ -10,9 +11,10 @@ import os
 import threading
 
 from inspector import conf as config
+from inspector import services
 from inspector.api import app as app_factory
 from inspector.api.logs import setup_logging
-from inspector.lifecycle import settle_heap
+from inspector.lifecycle import Lifecycle, settle_heap
 
 LOG = logging.getLogger(__name__)
 
@@ -31,10 +33,13 @@ def config_args(environ: dict[str, str]) -> list[str]:
 
 
 class LazyApplication:
-    """A WSGI callable that builds the real Flask app once, on first use."""
+    """A WSGI callable that builds the real Flask app once, on first use. The server
+    (gunicorn) owns the signals: nothing sets `lifecycle`'s shutdown flag unless the
+    embedding code does."""
 
     def __init__(self, environ: dict[str, str] | None = None) -> None:
         self._environ = environ
+        self.lifecycle = Lifecycle()
         self._app = None
         self._lock = threading.Lock()
 
@@ -44,7 +49,10 @@ class LazyApplication:
                 env = dict(os.environ if self._environ is None else self._environ)
                 conf = config.load(config_args(env), default_config_files=[])
                 setup_logging(conf)
-                self._app = app_factory.create_app(conf)
+                backends = services.build_services(conf, self.lifecycle)
+                self._app = app_factory.create_app(
+                    conf, store=backends.store, queue=backends.queue, ironic=backends.ironic
+                )
                 settle_heap()
         return self._app
 

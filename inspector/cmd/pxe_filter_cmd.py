@@ -12,6 +12,7 @@ import logging
 from oslo_config import cfg
 
 from inspector import conf as config
+from inspector import services
 from inspector.api.logs import setup_logging
 from inspector.broker import channels
 from inspector.cmd import wiring
@@ -103,7 +104,7 @@ def run(_args, argv) -> int:
         budget = wiring.outages(conf, lifecycle)
         db = None
         if conf.pxe_filter.whitelist_source == "inspector":
-            db = wiring.open_store(conf)
+            db = services.open_store(conf)
             stack.callback(db.close)
         coordinator = wiring.open_coordinator(conf, lifecycle)
         stack.callback(coordinator.stop)

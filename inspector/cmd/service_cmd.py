@@ -1,18 +1,21 @@
 """`inspector api|worker|all`: run the service's processes until SIGTERM or Ctrl-C."""
 
+import contextlib
 import logging
 
 from oslo_config import cfg
 
 from inspector import conf as config
-from inspector import store
+from inspector import services, store
 from inspector.api import app as app_factory
 from inspector.api import server
 from inspector.api.logs import setup_logging
 from inspector.cmd import roles, wiring
 from inspector.errors import ConfigError
 from inspector.lifecycle import Lifecycle, settle_heap
+from inspector.services import Backends
 from inspector.store import schema
+from inspector.worker.pool import Pool
 
 LOG = logging.getLogger(__name__)
 
@@ -69,8 +72,10 @@ def _require_schema(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> bool:
     return True
 
 
-def _serve(conf: cfg.ConfigOpts, lifecycle: Lifecycle, **services) -> None:
-    app = app_factory.create_app(conf, **services)
+def _serve(conf: cfg.ConfigOpts, lifecycle: Lifecycle, backends: Backends) -> None:
+    app = app_factory.create_app(
+        conf, store=backends.store, queue=backends.queue, ironic=backends.ironic
+    )
     settle_heap()
     http = server.Server(
         app,
@@ -82,7 +87,7 @@ def _serve(conf: cfg.ConfigOpts, lifecycle: Lifecycle, **services) -> None:
     http.serve_until(lifecycle)
 
 
-def _stop_pool(pool, conf: cfg.ConfigOpts) -> None:
+def _stop_pool(pool: Pool, conf: cfg.ConfigOpts) -> None:
     bound = conf.worker.get_timeout + TASK_BOUND
     if not pool.join(bound):
         LOG.warning("Workers still busy after %.0f s: exiting; their requests come back", bound)
@@ -99,7 +104,7 @@ def run_api(_args, argv) -> int:
     lifecycle.install_signal_handlers()
     if not _require_schema(conf, lifecycle):
         return _stopped(lifecycle)
-    _serve(conf, lifecycle)
+    _serve(conf, lifecycle, services.build_services(conf, lifecycle))
     return _stopped(lifecycle)
 
 
@@ -109,7 +114,10 @@ def run_worker(_args, argv) -> int:
     lifecycle.install_signal_handlers()
     if not _require_schema(conf, lifecycle):
         return _stopped(lifecycle)
-    with wiring.running_pool(conf, lifecycle) as pool:
+    with (
+        contextlib.closing(services.build_services(conf, lifecycle)) as backends,
+        wiring.running_pool(conf, lifecycle, backends) as pool,
+    ):
         settle_heap()
         lifecycle.shutdown.wait()
         _stop_pool(pool, conf)
@@ -123,17 +131,13 @@ def run_all(_args, argv) -> int:
         LOG.info("Database schema upgraded from %s to %s", old or "empty", new)
     lifecycle = Lifecycle()
     lifecycle.install_signal_handlers()
-    with wiring.running_pool(conf, lifecycle) as pool:
-        # One process: the API shares the workers' store, in-process queue and client.
-        handler = pool.handler
+    # One process: the API shares the workers' store, in-process queue and client.
+    with (
+        contextlib.closing(services.build_services(conf, lifecycle)) as backends,
+        wiring.running_pool(conf, lifecycle, backends) as pool,
+    ):
         try:
-            _serve(
-                conf,
-                lifecycle,
-                store=handler.store,
-                queue=handler.queue,
-                ironic=handler.tasks.ironic,
-            )
+            _serve(conf, lifecycle, backends)
         except BaseException:
             # The pool's threads wait on the shutdown flag: without it, leaving the pool
             # would wait for them forever.

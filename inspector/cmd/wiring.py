@@ -1,4 +1,6 @@
-"""Builds the service's parts from the configuration: the one place that wires them.
+"""Wires a worker process from the configuration: its DLM member, its pool of request
+threads, its elections, its PXE firewall, its metrics; the backends it shares with
+the API (store, queue, Ironic) come from inspector.services.
 
 Also the HA guard: processes that must share work refuse in-process backends.
 """
@@ -13,18 +15,19 @@ from oslo_config import cfg
 
 from inspector import coordination
 from inspector.broker import channels
-from inspector.broker.queue import WorkQueue
 from inspector.broker.tls import Tls
 from inspector.coordination import backends as dlm
 from inspector.coordination.election import Election
 from inspector.errors import ConfigError
 from inspector.firewall import demand, drivers, ironic_source, manager, sources
+from inspector.ironic import IronicClient
 from inspector.ironic.lazy import LazyIronic
 from inspector.lifecycle import Lifecycle, Outages, RetryPolicy
 from inspector.notifications import drivers as notification_drivers
 from inspector.notifications import messaging, sender
 from inspector.periodic import runner
 from inspector.periodic.tasks import CleanUp
+from inspector.services import Backends
 from inspector.store import Store
 from inspector.worker import timing
 from inspector.worker.faults import Faults
@@ -80,23 +83,6 @@ def check_shared_backends(conf: cfg.ConfigOpts, role: str) -> None:
         LOG.warning("file locks only work between processes of this host")
 
 
-def open_store(conf: cfg.ConfigOpts) -> Store:
-    # With notification drivers, each start, finish and failure writes an outbox row.
-    return Store.from_conf(conf, notify=bool(conf.notifications.drivers))
-
-
-def open_queue(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> WorkQueue:
-    return WorkQueue(
-        conf.queue.transport_url,
-        conf.queue.queue_name,
-        max_retries=conf.queue.max_retries,
-        retry_interval=conf.queue.retry_interval,
-        shutdown=lifecycle.shutdown,
-        visibility_timeout=conf.queue.visibility_timeout,
-        tls=Tls.from_conf(conf),
-    )
-
-
 def open_coordinator(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> coordination.Coordinator:
     coordinator = coordination.connect(
         conf.coordination.backend_url,
@@ -125,8 +111,8 @@ def outages(
     )
 
 
-def open_ironic(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> LazyIronic:
-    ironic = LazyIronic(conf, shutdown=lifecycle.shutdown)
+def checked(ironic: LazyIronic) -> LazyIronic:
+    """`ironic`, its configuration checked: a worker says at start-up that it is unusable."""
     problem = ironic.check()
     if problem:
         LOG.error("%s: introspections will fail until it is", problem)
@@ -164,7 +150,7 @@ def start_firewall(
     election: Election,
     *,
     db: Store | None,
-    ironic: LazyIronic | None,
+    ironic: IronicClient | None,
     channel: channels.Channel | None,
     budget: Outages,
     lifecycle: Lifecycle,
@@ -236,24 +222,22 @@ def notification_sender(conf: cfg.ConfigOpts, db: Store, budget: Outages) -> sen
 
 
 @contextlib.contextmanager
-def running_pool(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> Iterator[Pool]:
-    """A started worker process: its PXE firewall (closed before anything else, closed
-    again at exit), the pool, the elections of the periodic tasks and of the firewall,
-    and the database watchdog, with their store, queue, DLM and channel; all stopped
-    and closed on exit (the elections leave their groups first)."""
+def running_pool(conf: cfg.ConfigOpts, lifecycle: Lifecycle, backends: Backends) -> Iterator[Pool]:
+    """A started worker process on `backends`: its PXE firewall (closed before anything
+    starts, closed again at exit), its DLM member, the pool, the elections of the
+    periodic tasks and of the firewall, and the database watchdog, with their channel;
+    all stopped on exit (the elections leave their groups first). The caller closes
+    `backends` after."""
     with contextlib.ExitStack() as stack:
         firewall = closed_firewall(conf, lifecycle)
         stack.callback(firewall.stop)
         metrics = worker_metrics(conf)
         budget = outages(conf, lifecycle, metrics.backend_failed)
-        db = open_store(conf)
-        stack.callback(db.close)
-        queue = open_queue(conf, lifecycle)
-        stack.callback(queue.close)
+        db, queue = backends.store, backends.queue
         coordinator = open_coordinator(conf, lifecycle)
         stack.callback(coordinator.stop)
         faults = Faults.from_env()
-        ironic = None if faults.skip_tasks else open_ironic(conf, lifecycle)
+        ironic = None if faults.skip_tasks else checked(backends.ironic)
         # What the request threads use: timed per backend when metrics are served.
         record = metrics.backend_time if isinstance(metrics, WorkerMetrics) else None
         t_db, t_coordinator, t_queue, t_ironic = timing.timed(

@@ -21,6 +21,7 @@ LAYERS = {
     "inspector.commit": 3,
     "inspector.processing": 3,
     "inspector.migration": 3,
+    "inspector.services": 3,
     "inspector.broker": 2,
     "inspector.store": 2,
     "inspector.coordination": 2,
