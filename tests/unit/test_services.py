@@ -59,17 +59,6 @@ def test_the_wsgi_application_is_built_on_them(tmp_path, conf):
         f"max_retries = {RETRIES}\nretry_interval = {INTERVAL}\n"
     )
     application = LazyApplication({"INSPECTOR_CONFIG_FILES": str(config)})
-    statuses = []
-    environ = {
-        "REQUEST_METHOD": "GET",
-        "PATH_INFO": "/",
-        "SERVER_NAME": "x",
-        "SERVER_PORT": "80",
-        "wsgi.url_scheme": "http",
-        "wsgi.input": None,
-    }
-    b"".join(application(environ, lambda status, headers: statuses.append(status)))
-    assert statuses[0].startswith("200")
     queue = application._build().extensions[EXTENSION].queue
     application.lifecycle.stop("the server stops")
     gives_up_at_once(lambda: queue.put(Request(node_uuid="n1", event="inspect")))
