@@ -16,8 +16,8 @@ from inspector import services
 from inspector.api.logs import setup_logging
 from inspector.broker import channels
 from inspector.cmd import wiring
+from inspector.cmd.elections import Elections
 from inspector.coordination import backends as dlm
-from inspector.coordination.election import Election
 from inspector.errors import ConfigError
 from inspector.firewall import manager
 from inspector.ironic.lazy import LazyIronic
@@ -108,20 +108,11 @@ def run(_args, argv) -> int:
             stack.callback(db.close)
         coordinator = wiring.open_coordinator(conf, lifecycle)
         stack.callback(coordinator.stop)
-        election = Election(
-            coordinator,
-            manager.KIND,
-            firewall.lead,
-            lifecycle,
-            budget,
-            interval=conf.coordination.election_interval,
-            claim=db.claim_leadership if db is not None else None,
-        )
-        stack.callback(election.join, conf.coordination.lease_timeout + wiring.JOIN_BOUND)
+        elections = Elections(conf, coordinator, db, lifecycle, budget, stack)
         wiring.start_firewall(
             conf,
             firewall,
-            election,
+            elections.make(manager.KIND, firewall.lead),
             db=db,
             ironic=LazyIronic(conf, shutdown=lifecycle.shutdown),
             channel=channels.from_conf(conf, host=conf.host),

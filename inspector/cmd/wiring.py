@@ -16,6 +16,8 @@ from oslo_config import cfg
 from inspector import coordination
 from inspector.broker import channels
 from inspector.broker.tls import Tls
+from inspector.cmd.elections import Elections
+from inspector.coordination import DLM
 from inspector.coordination import backends as dlm
 from inspector.coordination.election import Election
 from inspector.errors import ConfigError
@@ -39,9 +41,6 @@ from inspector.worker.throttle import RebootThrottle
 from inspector.worker.watchdog import Watchdog
 
 LOG = logging.getLogger(__name__)
-
-#: Seconds an election may take to reset, release and leave after shutdown.
-JOIN_BOUND = 30.0
 
 
 def check_shared_backends(conf: cfg.ConfigOpts, role: str) -> None:
@@ -221,13 +220,70 @@ def notification_sender(conf: cfg.ConfigOpts, db: Store, budget: Outages) -> sen
     )
 
 
+def request_pool(
+    conf: cfg.ConfigOpts,
+    lifecycle: Lifecycle,
+    backends: Backends,
+    coordinator: DLM,
+    *,
+    ironic: IronicClient | None,
+    channel: channels.Channel | None,
+    metrics: WorkerMetrics | NoMetrics,
+    budget: Outages,
+    faults: Faults,
+) -> Pool:
+    """The pool of request threads (not started) and what they use: the handler, the
+    tasks (none without `ironic`), the reboot throttle, the firewalls' announcer."""
+    # What the request threads use: timed per backend when metrics are served.
+    record = metrics.backend_time if isinstance(metrics, WorkerMetrics) else None
+    t_db, t_coordinator, t_queue, t_ironic = timing.timed(
+        record, backends.store, coordinator, backends.queue, ironic
+    )
+    throttle = RebootThrottle(t_coordinator, t_db, lifecycle, conf.worker.reboot_throttle)
+    announcer = (
+        None
+        if channel is None
+        else channels.Announcer(channel, wanted=demand.Demand(backends.store))
+    )
+    tasks = (
+        NoTasks()
+        if t_ironic is None
+        else Tasks(t_db, t_ironic, conf, throttle=throttle, announcer=announcer)
+    )
+    handler = Handler(t_db, t_coordinator, t_queue, tasks, faults=faults, metrics=metrics)
+    return Pool(
+        t_queue,
+        handler,
+        lifecycle,
+        size=conf.worker.pool_size,
+        get_timeout=conf.worker.get_timeout,
+        outages=budget,
+    )
+
+
+def serve_metrics(
+    conf: cfg.ConfigOpts,
+    metrics: WorkerMetrics,
+    elections: Elections,
+    firewall: manager.FirewallManager,
+    stack: contextlib.ExitStack,
+) -> None:
+    """The worker's GET /metrics, with its leaderships and its firewall, until `stack`
+    closes."""
+    for kind, election in elections.made.items():
+        metrics.watch_leader(kind, election)
+    metrics.watch_firewall(firewall.status)
+    metrics.serve(conf.metrics.worker_listen_address, conf.metrics.worker_listen_port)
+    stack.callback(metrics.stop)
+
+
 @contextlib.contextmanager
 def running_pool(conf: cfg.ConfigOpts, lifecycle: Lifecycle, backends: Backends) -> Iterator[Pool]:
     """A started worker process on `backends`: its PXE firewall (closed before anything
     starts, closed again at exit), its DLM member, the pool, the elections of the
-    periodic tasks and of the firewall, and the database watchdog, with their channel;
-    all stopped on exit (the elections leave their groups first). The caller closes
-    `backends` after."""
+    periodic tasks, of the notifications (with drivers) and of the firewall, the
+    database watchdog and the metrics; all stopped on exit (the elections leave their
+    groups first). The caller closes `backends` after."""
     with contextlib.ExitStack() as stack:
         firewall = closed_firewall(conf, lifecycle)
         stack.callback(firewall.stop)
@@ -238,67 +294,27 @@ def running_pool(conf: cfg.ConfigOpts, lifecycle: Lifecycle, backends: Backends)
         stack.callback(coordinator.stop)
         faults = Faults.from_env()
         ironic = None if faults.skip_tasks else checked(backends.ironic)
-        # What the request threads use: timed per backend when metrics are served.
-        record = metrics.backend_time if isinstance(metrics, WorkerMetrics) else None
-        t_db, t_coordinator, t_queue, t_ironic = timing.timed(
-            record, db, coordinator, queue, ironic
-        )
-        throttle = RebootThrottle(t_coordinator, t_db, lifecycle, conf.worker.reboot_throttle)
         channel = channels.from_conf(conf, host=conf.host)
-        announcer = (
-            channels.Announcer(channel, wanted=demand.Demand(db)) if channel is not None else None
-        )
-        tasks = (
-            NoTasks()
-            if t_ironic is None
-            else Tasks(t_db, t_ironic, conf, throttle=throttle, announcer=announcer)
-        )
-        handler = Handler(t_db, t_coordinator, t_queue, tasks, faults=faults, metrics=metrics)
-        pool = Pool(
-            t_queue,
-            handler,
+        pool = request_pool(
+            conf,
             lifecycle,
-            size=conf.worker.pool_size,
-            get_timeout=conf.worker.get_timeout,
-            outages=budget,
-        )
-        periodic = Election(
+            backends,
             coordinator,
-            runner.KIND,
-            runner.Runner(db, CleanUp(db, queue, ironic, conf).tasks(), budget),
-            lifecycle,
-            budget,
-            interval=conf.coordination.election_interval,
-            claim=db.claim_leadership,
+            ironic=ironic,
+            channel=channel,
+            metrics=metrics,
+            budget=budget,
+            faults=faults,
         )
-        stack.callback(periodic.join, conf.coordination.lease_timeout + JOIN_BOUND)
-        periodic.start()
+        elections = Elections(conf, coordinator, db, lifecycle, budget, stack)
+        cleanup = CleanUp(db, queue, ironic, conf).tasks()
+        elections.make(runner.KIND, runner.Runner(db, cleanup, budget)).start()
         if conf.notifications.drivers:
-            notifications = Election(
-                coordinator,
-                sender.KIND,
-                notification_sender(conf, db, budget),
-                lifecycle,
-                budget,
-                interval=conf.coordination.election_interval,
-                claim=db.claim_leadership,
-            )
-            stack.callback(notifications.join, conf.coordination.lease_timeout + JOIN_BOUND)
-            notifications.start()
-        pxe = Election(
-            coordinator,
-            manager.KIND,
-            firewall.lead,
-            lifecycle,
-            budget,
-            interval=conf.coordination.election_interval,
-            claim=db.claim_leadership,
-        )
-        stack.callback(pxe.join, conf.coordination.lease_timeout + JOIN_BOUND)
+            elections.make(sender.KIND, notification_sender(conf, db, budget)).start()
         start_firewall(
             conf,
             firewall,
-            pxe,
+            elections.make(manager.KIND, firewall.lead),
             db=db,
             ironic=ironic,
             channel=channel,
@@ -307,12 +323,6 @@ def running_pool(conf: cfg.ConfigOpts, lifecycle: Lifecycle, backends: Backends)
         )
         Watchdog(db, lifecycle, budget).start()
         if isinstance(metrics, WorkerMetrics):
-            metrics.watch_leader(runner.KIND, periodic)
-            metrics.watch_leader(manager.KIND, pxe)
-            if conf.notifications.drivers:
-                metrics.watch_leader(sender.KIND, notifications)
-            metrics.watch_firewall(firewall.status)
-            metrics.serve(conf.metrics.worker_listen_address, conf.metrics.worker_listen_port)
-            stack.callback(metrics.stop)
+            serve_metrics(conf, metrics, elections, firewall, stack)
         pool.start()
         yield pool

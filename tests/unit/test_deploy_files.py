@@ -23,7 +23,7 @@ import pytest
 
 from inspector import conf as config
 from inspector.api import wsgi
-from inspector.cmd import _parser, service_cmd, wiring
+from inspector.cmd import _parser, elections, service_cmd
 from inspector.firewall.commands import Runner
 from inspector.firewall.drivers import DRIVERS
 from inspector.firewall.ruleset import RuleSet
@@ -346,7 +346,7 @@ def test_worker_unit():
         conf.worker.get_timeout
         + service_cmd.TASK_BOUND
         + conf.coordination.lease_timeout
-        + wiring.JOIN_BOUND
+        + elections.JOIN_BOUND
     )
     assert float(unit.value("Service", "TimeoutStopSec")) >= needed
     # Closing the firewall after the worker, however it stopped: a line to enable, or
