@@ -1,24 +1,10 @@
-"""A request as a worker holds it: the delivery it settles (ack, retry, dead-letter), the
-back-off of a retry, the node lock it takes, and the request context of its log lines."""
+"""A request as a worker holds it (a broker.Delivery it settles: ack, retry, dead-letter):
+the back-off of a retry, the node lock it takes, and the request context of its log lines."""
 
 import contextlib
-from typing import Protocol
 
 from inspector import request_context
 from inspector.broker.message import Request
-
-
-class Delivery(Protocol):
-    request: Request | None
-    error: str | None
-
-    def ack(self) -> None: ...
-    def retry(self, delay: float) -> None: ...
-    def dead_letter(self, reason: str) -> None: ...
-
-
-class Publisher(Protocol):
-    def put(self, request: Request) -> None: ...
 
 
 def backoff(attempt: int, base: float = 0.05, cap: float = 2.0) -> float:

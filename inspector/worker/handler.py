@@ -19,9 +19,10 @@ import time
 from collections.abc import Callable
 
 from inspector import errors, redaction
+from inspector.broker import Delivery, Publisher
 from inspector.broker.message import DELETE, EXPIRE, Request
 from inspector.commit import commit
-from inspector.coordination import Coordinator
+from inspector.coordination import DLM
 from inspector.machine import (
     FINAL_STATES,
     STRICT_EVENTS,
@@ -35,7 +36,7 @@ from inspector.machine import (
 from inspector.store import NodeRecord, RequestRecord, Store
 from inspector.worker import metrics as outcomes
 from inspector.worker import removal
-from inspector.worker.delivery import Delivery, Publisher, backoff, context_of, lock_name
+from inspector.worker.delivery import backoff, context_of, lock_name
 from inspector.worker.faults import NO_FAULTS, Faults
 from inspector.worker.metrics import NoMetrics, Recorder
 from inspector.worker.tasks import Runner
@@ -57,7 +58,7 @@ class Handler:
     def __init__(
         self,
         store: Store,
-        coordinator: Coordinator,
+        coordinator: DLM,
         queue: Publisher,
         tasks: Runner,
         *,

@@ -6,11 +6,11 @@ Threads never sleep: they wait on the queue or on the shutdown flag.
 
 import logging
 import threading
-from typing import Protocol
 
 from inspector import errors, redaction
+from inspector.broker import Delivery, Queue
 from inspector.lifecycle import Lifecycle, Outages
-from inspector.worker.delivery import Delivery, backoff, context_of
+from inspector.worker.delivery import backoff, context_of
 from inspector.worker.handler import Handler
 
 LOG = logging.getLogger(__name__)
@@ -18,10 +18,6 @@ LOG = logging.getLogger(__name__)
 
 #: Backends whose clients retry with their own policy before raising ServiceUnavailable.
 SELF_RETRYING = frozenset({"Ironic", "queue"})
-
-
-class Source(Protocol):
-    def get(self, timeout: float, *, starts: bool = True) -> Delivery | None: ...
 
 
 def takes_starts(number: int) -> bool:
@@ -36,7 +32,7 @@ def takes_starts(number: int) -> bool:
 class Pool:
     def __init__(
         self,
-        queue: Source,
+        queue: Queue,
         handler: Handler,
         lifecycle: Lifecycle,
         *,
