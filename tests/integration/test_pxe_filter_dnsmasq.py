@@ -88,7 +88,7 @@ def test_both_write_the_same_hostsdir_state_after_state(tmp_path):
 
 @pytest.mark.parametrize("first", ["ironic-pxe-filter", "inspector pxe-filter"])
 def test_either_takes_over_the_others_hostsdir(tmp_path, first):
-    hostsdir, expected = tmp_path / "shared", tmp_path / "expected"
+    hostsdir, expected = tmp_path / "hostsdir", tmp_path / "expected"
     hostsdir.mkdir()
     expected.mkdir()
     writers = [ironic_sync, ours] if first == "ironic-pxe-filter" else [ours, ironic_sync]
