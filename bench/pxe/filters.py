@@ -213,12 +213,18 @@ class Ours(Filter):
         self.proxy.stop()
 
 
-def reconciles(calls: list[proxy.Call]) -> list[dict]:
-    """The proxy's calls grouped into reconciles: calls less than RECONCILE_GAP apart;
-    each with its wall time (first call sent to last answer), its calls, their kinds
-    and the time Ironic took for them."""
+#: The kind of call of each of our listings: the reconcile of the nodes under inspection
+#: (the leader's, and each new leader's before it opens) and the listing of every port.
+NODES, PORTS = "GET nodes", "GET ports"
+
+
+def reconciles(calls: list[proxy.Call], kind: str | None = None) -> list[dict]:
+    """The proxy's calls (of `kind` only, when given) grouped into listings: calls less
+    than RECONCILE_GAP apart; each with its wall time (first call sent to last answer),
+    its calls, their kinds and the time Ironic took for them."""
     groups: list[list[proxy.Call]] = []
-    for call in sorted(calls, key=lambda c: c.at - c.seconds):
+    chosen = [c for c in calls if kind is None or c.kind == kind]
+    for call in sorted(chosen, key=lambda c: c.at - c.seconds):
         if groups and call.at - call.seconds - max(c.at for c in groups[-1]) < RECONCILE_GAP:
             groups[-1].append(call)
         else:

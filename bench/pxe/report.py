@@ -14,7 +14,8 @@ from matplotlib.figure import Figure
 BEGIN, END = "<!-- bench/pxe_filter begin -->", "<!-- bench/pxe_filter end -->"
 OURS, THEIRS = "inspector pxe-filter", "ironic-pxe-filter"
 #: Targets: ours allows a MAC within this many seconds (notifications); a reconcile at
-#: 10,000 nodes within this wall time and this many Ironic calls.
+#: 10,000 nodes (the nodes' alone, and a full one) within this wall time, a full one in
+#: this many Ironic calls.
 ALLOW_TARGET = 1.0
 RECONCILE_WALL_TARGET = 2.0
 RECONCILE_CALLS_TARGET = 15
@@ -48,8 +49,9 @@ def ratios(results: dict) -> dict:
                 found[f"{size['nodes']} nodes {key}: ours / theirs"] = _ratio(
                     size[OURS][key], size[THEIRS][key]
                 )
-            found[f"{size['nodes']} nodes wall: ours / theirs"] = _ratio(
-                size[OURS]["wall"]["median"], size[THEIRS]["wall"]["median"]
+            full = size[OURS].get("full_wall") or size[OURS]["wall"]
+            found[f"{size['nodes']} nodes full reconcile wall: ours / theirs"] = _ratio(
+                full["median"], size[THEIRS]["wall"]["median"]
             )
     return found
 
@@ -72,19 +74,22 @@ def targets(results: dict) -> list[dict]:
     for size in results.get("reconcile") or []:
         ours = size.get(OURS)
         if ours and size["nodes"] >= 10000:
-            wall = ours["wall"]["max"]
-            checks.append(
-                {
-                    "target": f"reconcile at {size['nodes']:,} nodes under "
-                    f"{RECONCILE_WALL_TARGET:g} s wall (max)",
-                    "value": wall,
-                    "met": wall is not None and wall < RECONCILE_WALL_TARGET,
-                }
-            )
+            nodes = f"{size['nodes']:,} nodes"
+            for what, wall in (
+                ("the reconcile of the nodes under inspection", ours["wall"]["max"]),
+                ("a full reconcile (with every port)", (ours.get("full_wall") or {}).get("max")),
+            ):
+                checks.append(
+                    {
+                        "target": f"{what} at {nodes} under {RECONCILE_WALL_TARGET:g} s wall (max)",
+                        "value": wall,
+                        "met": wall is not None and wall < RECONCILE_WALL_TARGET,
+                    }
+                )
             calls = ours["requests_per_reconcile"]
             checks.append(
                 {
-                    "target": f"reconcile at {size['nodes']:,} nodes: at most "
+                    "target": f"a full reconcile at {nodes}: at most "
                     f"{RECONCILE_CALLS_TARGET} calls (paginated listings)",
                     "value": calls,
                     "met": calls <= RECONCILE_CALLS_TARGET,
@@ -144,20 +149,43 @@ def markdown(results: dict, image: str) -> str:
             )
     lines += ["", "### One full reconcile", ""]
     lines.append(
-        "| nodes | filter | period s | wall median s | wall max s | filter CPU s "
-        "| Ironic CPU s | requests to Ironic |"
+        "Ours lists the nodes under inspection (the reconcile: the leader's every period, "
+        "a new leader's before it opens) and every port (the blacklist's listing, on a "
+        "thread of its own), each every period; ironic-pxe-filter reads both from Ironic's "
+        "database in one sync. CPU and requests are per period (both listings)."
     )
-    lines.append("|---|---|---|---|---|---|---|---|")
+    lines += [
+        "",
+        "| nodes | filter | listing | period s | wall median s | wall max s | filter CPU s "
+        "| Ironic CPU s | requests to Ironic |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for size in results.get("reconcile") or []:
         for name in (OURS, THEIRS):
             r = size.get(name)
-            if r:
+            if not r:
+                continue
+            head = f"| {size['nodes']:,} | {name} "
+            cost = (
+                f"| {_fmt(r['cpu_per_reconcile'], 3)} | {_fmt(r['ironic_cpu_per_reconcile'], 3)} "
+                f"| {_fmt(r['requests_per_reconcile'], 0)} {r['requests_kind']} |"
+            )
+            rows = [("full sync", r["wall"], cost)]
+            if "ports" in r:
+                calls = "| | | {} |"
+                rows = [
+                    (
+                        "nodes under inspection",
+                        r["wall"],
+                        calls.format(_fmt(r["reconcile_calls"], 0)),
+                    ),
+                    ("every port", r["ports"]["wall"], calls.format(_fmt(r["ports"]["calls"], 0))),
+                    ("both (full reconcile)", r.get("full_wall") or r["wall"], cost),
+                ]
+            for listing, wall, tail in rows:
                 lines.append(
-                    f"| {size['nodes']:,} | {name} | {_fmt(r['period'], 0)} "
-                    f"| {_fmt(r['wall']['median'], 3)} | {_fmt(r['wall']['max'], 3)} "
-                    f"| {_fmt(r['cpu_per_reconcile'], 3)} "
-                    f"| {_fmt(r['ironic_cpu_per_reconcile'], 3)} "
-                    f"| {_fmt(r['requests_per_reconcile'], 0)} {r['requests_kind']} |"
+                    head + f"| {listing} | {_fmt(r['period'], 0)} "
+                    f"| {_fmt(wall['median'], 3)} | {_fmt(wall['max'], 3)} " + tail
                 )
     found = ratios(results)
     if found:

@@ -1,7 +1,8 @@
 """The firewall's lists when Ironic inspects by itself ([pxe_filter] whitelist_source =
-ironic, Ironic 2026.1 and later): Ironic's nodes under inspection and its ports, from full
-reconciles through Ironic's REST API and from Ironic's notifications; and whether MACs
-Ironic does not know are answered, as ironic-pxe-filter decides it.
+ironic, Ironic 2026.1 and later): Ironic's nodes under inspection and its ports, from
+listings through Ironic's REST API (the nodes' reconcile, the ports' listing) and from
+Ironic's notifications; and whether MACs Ironic does not know are answered, as
+ironic-pxe-filter decides it.
 
 Owns that view of Ironic and its merging into the two MacLists (whitelist: node UUID ->
 the MACs of its ports while it is under inspection; blacklist: port UUID -> its MAC, every
@@ -11,9 +12,7 @@ port); must not apply anything (the manager does).
 import collections
 import dataclasses
 import logging
-import math
 import threading
-import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -40,13 +39,76 @@ PORT_DELETED = ("baremetal.port.delete.end",)
 
 @dataclasses.dataclass(frozen=True)
 class Snapshot:
-    """What one reconcile found."""
+    """What one listing found."""
 
-    #: UUIDs of the nodes under inspection with one of the filtered inspect interfaces.
-    inspecting: frozenset[str]
+    #: UUIDs of the nodes under inspection with one of the filtered inspect interfaces;
+    #: None: the nodes were not listed (those known stand).
+    inspecting: frozenset[str] | None
     #: Port UUID -> (node UUID, MAC), every port Ironic has; None: the ports were not
-    #: listed (the ports known from the last full reconcile and the notifications stand).
+    #: listed (those known from the last listing and the notifications stand).
     ports: Mapping[str, tuple[str, str]] | None
+
+
+def _asking(outages: Outages | None, listing: Callable[[], Any]) -> Any:
+    """`listing()`; the client retries each request within Ironic's budget ([ironic]
+    max_retries x retry_interval): when it gives up, so does the process (`outages`),
+    which closes."""
+    try:
+        return listing()
+    except ServiceUnavailable as exc:
+        if outages is not None:
+            outages.give_up("Ironic", exc.message)
+        raise
+
+
+class PortListing:
+    """Every port Ironic has, one paginated listing with `fields=` cut to what the filter
+    needs: the blacklist's poll, in every process every [firewall] blacklist_sync_period,
+    and the first one a process needs before it may open.
+
+    Ironic's costliest listing (its API loads each port's node: about 0.25 s of Ironic's
+    CPU per 1,000 ports on the test machine, whatever `fields` says), so it runs on a
+    thread of its own, apart from the reconcile of the nodes under inspection. A Poller's
+    source (call) and target (`name`, `clock`, `replace`): the listing replaces the view's
+    ports itself, under a lock, so two never run at once and an election waits for the
+    one in flight instead of starting another."""
+
+    name = "Ironic ports"
+
+    def __init__(self, view: "IronicInspections", ironic, outages: Outages | None = None):
+        self.view = view
+        self.ironic = ironic
+        self.outages = outages
+        self.clock = view.clock
+        self._lock = threading.Lock()
+
+    def __call__(self) -> bool:
+        """List now; True when the firewall's lists changed."""
+        with self._lock:
+            return self._list()
+
+    def ensure(self) -> bool:
+        """List unless a listing already replaced the view's ports (a new leader's first
+        reconcile: it waits for a first listing in flight, never for a later one); True
+        when the lists changed."""
+        if self.view.has_ports:
+            return False
+        with self._lock:
+            return False if self.view.has_ports else self._list()
+
+    def replace(self, changed: bool, started: float) -> bool:
+        return changed
+
+    def _list(self) -> bool:
+        started = self.clock()
+        ports = _asking(
+            self.outages,
+            lambda: {
+                port.uuid: (port.node_uuid, port.address)
+                for port in self.ironic.iter_ports(page_size=PAGE, fields=())
+            },
+        )
+        return self.view.replace(Snapshot(None, ports), started)
 
 
 def reconcile(
@@ -54,47 +116,28 @@ def reconcile(
     interfaces: Iterable[str],
     outages: Outages | None = None,
     *,
-    ports_every: float = 0.0,
-    clock: Callable[[], float] = time.monotonic,
+    ports: PortListing | None = None,
 ) -> Callable[[], Snapshot]:
-    """A reconcile: the nodes in each inspection state, then every port, each a
-    paginated listing with `fields=` cut to what the filter needs (never a call per node).
-    The ports (Ironic's costliest listing: about 0.5 s per 1,000 on the test machine) only
-    when the last full reconcile began `ports_every` seconds ago or more; the nodes
-    always. The client retries each request within Ironic's budget ([ironic] max_retries
-    x retry_interval): when it gives up, so does the process (`outages`), which closes."""
+    """The whitelist's reconcile: the nodes in each inspection state, each a paginated
+    listing filtered by Ironic with `fields=` cut to what the filter needs (never a call
+    per node; a few milliseconds at 10,000 nodes). When this process has not listed the
+    ports yet (`ports`), that listing first: a leader opens knowing every port."""
     wanted = frozenset(interfaces)
-    last_full = -math.inf
 
     def fetch() -> Snapshot:
-        nonlocal last_full
-        started = clock()
-        full = started - last_full >= ports_every
-        try:
-            snapshot = _fetch(full)
-        except ServiceUnavailable as exc:
-            if outages is not None:
-                outages.give_up("Ironic", exc.message)
-            raise
-        if full:
-            last_full = started
-        return snapshot
+        if ports is not None and ports.ensure():
+            ports.view.on_change()
+        return Snapshot(_asking(outages, _inspecting), None)
 
-    def _fetch(full: bool) -> Snapshot:
-        inspecting = set()
+    def _inspecting() -> frozenset[str]:
+        found = set()
         for state in INSPECTING:
             for node in ironic.iter_nodes(
                 page_size=PAGE, fields=("inspect_interface",), provision_state=state
             ):
                 if node.inspect_interface in wanted:
-                    inspecting.add(node.uuid)
-        if not full:
-            return Snapshot(frozenset(inspecting), None)
-        ports = {
-            port.uuid: (port.node_uuid, port.address)
-            for port in ironic.iter_ports(page_size=PAGE, fields=())
-        }
-        return Snapshot(frozenset(inspecting), ports)
+                    found.add(node.uuid)
+        return frozenset(found)
 
     return fetch
 
@@ -153,6 +196,9 @@ class IronicInspections:
         self._guard = threading.Lock()
         self._nodes = _Merged()  # node UUID -> True while under inspection
         self._ports = _Merged()  # port UUID -> (node UUID, MAC)
+        #: Whether a listing of every port has replaced the ports (notifications alone
+        #: do not tell which MACs Ironic knows).
+        self.has_ports = False
 
     @classmethod
     def from_conf(
@@ -178,14 +224,16 @@ class IronicInspections:
     # -- reconciles -------------------------------------------------------------------------
 
     def replace(self, snapshot: Snapshot, started: float) -> bool:
-        """A reconcile that began at `started` (this view's clock) found `snapshot`;
+        """A listing that began at `started` (this view's clock) found `snapshot`;
         True when the lists or the unknown MACs' fate changed."""
         with self._guard:
             allowed = self.allows_unknown()
-            self._nodes.replace(dict.fromkeys(snapshot.inspecting, True), started)
             changed = False
+            if snapshot.inspecting is not None:
+                self._nodes.replace(dict.fromkeys(snapshot.inspecting, True), started)
             if snapshot.ports is not None:
                 self._ports.replace(snapshot.ports, started)
+                self.has_ports = True
                 blacklist = {port: [mac] for port, (_, mac) in self._ports.values.items()}
                 changed = self.blacklist.replace(blacklist, started)
             by_node = self._macs_by_node()
@@ -264,25 +312,24 @@ class IronicInspections:
 
 
 def attach(firewall, ironic, conf: cfg.ConfigOpts, channel=None, **watch: Any) -> IronicInspections:
-    """Make Ironic's inspections the source of the firewall's lists: one reconcile every
-    [firewall] whitelist_sync_period while leading (and at each election), every
-    blacklist_sync_period while following, the ports listed only once a
-    blacklist_sync_period (a new leader opens after listing the nodes alone, with the
-    ports it kept current as a follower); Ironic's notifications from `channel` (not
-    yet started); unknown MACs as ironic-pxe-filter. `watch` goes to firewall.watch."""
+    """Make Ironic's inspections the source of the firewall's lists: the nodes under
+    inspection reconciled every [firewall] whitelist_sync_period while leading and at
+    each election (before the leader opens); every port listed every
+    blacklist_sync_period in every process, on a thread of its own (a new leader opens
+    with the ports it kept current as a follower, or lists them first if it never did);
+    Ironic's notifications from `channel` (not yet started); unknown MACs as
+    ironic-pxe-filter. `watch` goes to firewall.watch."""
     view = IronicInspections.from_conf(
         conf, firewall.whitelist, firewall.blacklist, on_change=firewall.wake
     )
     firewall.allow_unknown = view.allows_unknown
+    outages = watch.get("outages")
+    ports = PortListing(view, ironic, outages)
+    firewall.watch(ports, ports, conf.firewall.blacklist_sync_period, **watch)
     firewall.watch(
         view,
-        reconcile(
-            ironic,
-            view.interfaces,
-            watch.get("outages"),
-            ports_every=conf.firewall.blacklist_sync_period,
-        ),
-        conf.firewall.blacklist_sync_period,
+        reconcile(ironic, view.interfaces, outages, ports=ports),
+        0,
         leader_period=conf.firewall.whitelist_sync_period,
         **watch,
     )

@@ -118,9 +118,10 @@ class FirewallManager(Reporting):
         service: str = "",
     ) -> None:
         """Poll `fetch` into `target` every `period` seconds (0: never); the whitelist
-        only while this process leads. A source of both lists (Ironic's inspections)
-        gives `leader_period`, its period while leading, and is polled at each election
-        (even with both periods 0). `service` names the backend for `outages`."""
+        only while this process leads. A source the leader needs before it opens (Ironic's
+        nodes under inspection) gives `leader_period`, its period while leading, and is
+        polled at each election (even with both periods 0). `service` names the backend
+        for `outages`."""
         if period <= 0 and leader_period is None:
             return
         every: float | Callable[[], float] = period

@@ -3,6 +3,8 @@ ironic): the reconcile's requests (paginated, fields-limited listings, never a c
 node), the inspection states and interfaces, Ironic's notifications, unknown MACs as
 ironic-pxe-filter treats them, and the manager opening with them."""
 
+import threading
+
 import pytest
 
 from inspector.errors import ServiceUnavailable
@@ -64,63 +66,144 @@ def notification(**data):
 # The reconcile's requests, through the real client.
 
 
-def test_reconcile_lists_both_inspection_states_then_every_port_in_pages(conf):
+def _connection_for_a_reconcile(first_port_listing: bool) -> tuple[FakeConnection, list]:
     def nodes(*pairs):
         return response(200, {"nodes": [{"uuid": u, "inspect_interface": i} for u, i in pairs]})
 
     ports = [
         {"uuid": f"p{i}", "node_uuid": A, "address": f"52:54:00:00:01:{i:02x}"} for i in (1, 2)
     ]
-    connection = FakeConnection(
-        nodes((A, "agent"), (B, "redfish")),
-        nodes((C, "agent")),
+    replies = [
         response(200, {"ports": ports[:1], "next": "http://ironic/v1/ports?marker=p1"}),
         response(200, {"ports": ports[1:]}),
-    )
+    ]
+    replies = replies if first_port_listing else []
+    replies += [nodes((A, "agent"), (B, "redfish")), nodes((C, "agent"))]
+    return FakeConnection(*replies), ports
+
+
+NODE_FIELDS = {"fields": "uuid,inspect_interface", "limit": ironic_source.PAGE}
+PORT_FIELDS = {"fields": "uuid,node_uuid,address", "limit": ironic_source.PAGE}
+NODE_LISTINGS = [
+    ("get", "/nodes", {"provision_state": "inspect wait", **NODE_FIELDS}),
+    ("get", "/nodes", {"provision_state": "inspecting", **NODE_FIELDS}),
+]
+
+
+def test_reconcile_lists_both_inspection_states_filtered_by_ironic(conf):
+    connection, _ = _connection_for_a_reconcile(first_port_listing=False)
     found = reconcile(Ironic(conf, connection=connection), ["agent"])()
     assert found.inspecting == {A, C}  # B inspects out of band: not ours to let boot
-    assert found.ports == {p["uuid"]: (A, p["address"]) for p in ports}
-    node_fields = {"fields": "uuid,inspect_interface", "limit": ironic_source.PAGE}
-    port_fields = {"fields": "uuid,node_uuid,address", "limit": ironic_source.PAGE}
-    assert [(method, path, sent["params"]) for method, (path,), sent in connection.requests] == [
-        ("get", "/nodes", {"provision_state": "inspect wait", **node_fields}),
-        ("get", "/nodes", {"provision_state": "inspecting", **node_fields}),
-        ("get", "/ports", port_fields),
-        ("get", "/ports", {**port_fields, "marker": "p1"}),
+    assert found.ports is None
+    requests = [(method, path, sent["params"]) for method, (path,), sent in connection.requests]
+    assert requests == NODE_LISTINGS
+
+
+def test_a_process_that_never_listed_the_ports_lists_them_in_pages_before_the_nodes(conf, view):
+    connection, ports = _connection_for_a_reconcile(first_port_listing=True)
+    ironic = Ironic(conf, connection=connection)
+    listing = ironic_source.PortListing(view, ironic)
+    found = reconcile(ironic, ["agent"], ports=listing)()
+    view.replace(found, started=0)
+    assert view.has_ports
+    assert view.blacklist.macs() == {p["address"] for p in ports}
+    assert view.whitelist.macs() == {p["address"] for p in ports}  # A is under inspection
+    requests = [(method, path, sent["params"]) for method, (path,), sent in connection.requests]
+    assert requests == [
+        ("get", "/ports", PORT_FIELDS),
+        ("get", "/ports", {**PORT_FIELDS, "marker": "p1"}),
+        *NODE_LISTINGS,
     ]
+    assert view.changes  # the first listing woke the firewall
 
 
-def test_reconcile_makes_the_same_few_calls_whatever_the_number_of_nodes():
+def test_reconcile_makes_the_same_few_calls_whatever_the_number_of_nodes(view):
     ironic = FakeIronic()
     for index in range(300):
         node = ironic.add_node(provision_state="inspect wait" if index % 2 else "manageable")
         ironic.add_port(node.uuid, f"52:54:00:00:{index // 256:02x}:{index % 256:02x}")
-    found = reconcile(ironic, ["agent"])()
-    assert len(found.inspecting) == 150 and len(found.ports) == 300
-    assert [call.name for call in ironic.history] == ["iter_nodes", "iter_nodes", "iter_ports"]
+    fetch = reconcile(ironic, ["agent"], ports=ironic_source.PortListing(view, ironic))
+    found = fetch()
+    assert len(found.inspecting) == 150 and len(view.blacklist.macs()) == 300
+    assert [call.name for call in ironic.history] == ["iter_ports", "iter_nodes", "iter_nodes"]
+    # Once the ports are known, a reconcile lists the nodes under inspection alone.
+    fetch()
+    assert [call.name for call in ironic.history[3:]] == ["iter_nodes", "iter_nodes"]
 
 
-def test_the_ports_are_listed_once_a_period_the_nodes_at_every_reconcile(clock):
-    ironic = FakeIronic()
+class BlockingIronic(FakeIronic):
+    """A FakeIronic whose port listings wait for `go` once `block` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.block = threading.Event()
+        self.listing = threading.Event()
+        self.go = threading.Event()
+
+    def iter_ports(self, **kwargs):
+        if self.block.is_set():
+            self.listing.set()
+            assert self.go.wait(10)
+        return super().iter_ports(**kwargs)
+
+
+def test_a_port_listing_in_flight_delays_no_later_reconcile_of_the_nodes(view):
+    ironic = BlockingIronic()
     ironic.add_port(ironic.add_node(uuid=A, provision_state="inspect wait").uuid, MAC_A)
-    fetch = reconcile(ironic, ["agent"], ports_every=15, clock=clock)
-    assert fetch().ports == {next(iter(ironic.ports)): (A, MAC_A)}
-    clock.now += 10
-    light = fetch()
-    assert light.inspecting == {A} and light.ports is None
-    clock.now += 5
-    assert fetch().ports is not None
-    full, light = ["iter_nodes", "iter_nodes", "iter_ports"], ["iter_nodes", "iter_nodes"]
-    assert [call.name for call in ironic.history] == [*full, *light, *full]
+    listing = ironic_source.PortListing(view, ironic)
+    fetch = reconcile(ironic, ["agent"], ports=listing)
+    view.replace(fetch(), started=0)
+    ironic.block.set()
+    slow = threading.Thread(target=listing)
+    slow.start()
+    try:
+        assert ironic.listing.wait(10)
+        assert fetch().inspecting == {A}  # did not wait for the port listing
+    finally:
+        ironic.go.set()
+        slow.join(10)
+    assert [call.name for call in ironic.history] == [
+        "iter_ports",
+        *["iter_nodes"] * 4,
+        "iter_ports",
+    ]
 
 
-def test_ironic_given_up_by_its_client_stops_the_process():
+def test_a_new_leader_waits_for_the_first_port_listing_in_flight_instead_of_another(view):
+    ironic = BlockingIronic()
+    ironic.add_port(ironic.add_node(uuid=A, provision_state="inspecting").uuid, MAC_A)
+    ironic.block.set()
+    listing = ironic_source.PortListing(view, ironic)
+    first = threading.Thread(target=listing)
+    first.start()
+    assert ironic.listing.wait(10)
+    result = []
+    election = threading.Thread(
+        target=lambda: result.append(reconcile(ironic, ["agent"], ports=listing)())
+    )
+    election.start()
+    election.join(0.2)  # (a bound, not a sleep: the reconcile must still be waiting)
+    assert election.is_alive() and not result
+    ironic.go.set()
+    first.join(10)
+    election.join(10)
+    assert result[0].inspecting == {A} and view.blacklist.macs() == {MAC_A}
+    assert [call.name for call in ironic.history] == ["iter_ports", "iter_nodes", "iter_nodes"]
+
+
+@pytest.mark.parametrize("listing", ["nodes", "ports"])
+def test_ironic_given_up_by_its_client_stops_the_process(view, listing):
     ironic = FakeIronic()
     ironic.fail_next()
     lifecycle = Lifecycle()
     outages = Outages(lifecycle, {"Ironic": RetryPolicy(3, 1.0)})
+    fetch = (
+        reconcile(ironic, ["agent"], outages)
+        if listing == "nodes"
+        else ironic_source.PortListing(view, ironic, outages)
+    )
     with pytest.raises(ServiceUnavailable):
-        reconcile(ironic, ["agent"], outages)()
+        fetch()
     # The client already retried within the budget: no second round.
     assert lifecycle.shutdown.is_set() and lifecycle.exit_status == 1
     assert "gave up on Ironic" in lifecycle.reason
@@ -283,6 +366,6 @@ def test_without_periods_the_leader_still_reconciles_once_when_elected(conf):
             "the leader open",
         )
         assert rules.whitelist == {MAC_A}
-        assert [call.name for call in ironic.history] == ["iter_nodes", "iter_nodes", "iter_ports"]
+        assert [call.name for call in ironic.history] == ["iter_ports", "iter_nodes", "iter_nodes"]
     finally:
         host.stop()
