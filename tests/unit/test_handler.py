@@ -73,10 +73,10 @@ class RecordingTasks(NoTasks):
     """The table's tasks recorded (start, process, enroll; reapply as process), or
     failing on one; the end announced when an announcer is set."""
 
-    def __init__(self, fail_on=None):
+    def __init__(self, fail_on=None, announcer=None):
         self.calls = []
         self.fail_on = fail_on
-        self.announcer = None
+        self.announcer = announcer
 
     def has_work(self, transition):
         if transition.task is Task.END:
@@ -321,7 +321,7 @@ class DiesBeforeTheFollowUp(StoreWrapper):
 def killed_after_processing(store, coordinator, queue, tasks, request_id="c1"):
     """inspect, then a `continue` whose worker dies after its processing ran, before its
     follow-up `finish`: the request is left `ran` and unacknowledged."""
-    Handler(store, coordinator, queue, tasks).handle(FakeDelivery(Request(NODE, "inspect")))
+    deliver(Handler(store, coordinator, queue, tasks), "inspect")
     dying = Handler(DiesBeforeTheFollowUp(store, f"{request_id}.finish"), coordinator, queue, tasks)
     with pytest.raises(KeyboardInterrupt):
         deliver(dying, "continue", request_id=request_id)
@@ -330,10 +330,10 @@ def killed_after_processing(store, coordinator, queue, tasks, request_id="c1"):
     assert tasks.calls.count(("process", NODE)) == 1
 
 
-def test_strict_event_seen_again_after_its_task_ran_gets_its_follow_up(
-    handler, store, coordinator, queue, tasks
-):
+def test_strict_event_seen_again_after_its_task_ran_gets_its_follow_up(store, coordinator, queue):
+    tasks = RecordingTasks(announcer=RecordingAnnouncer())
     killed_after_processing(store, coordinator, queue, tasks)
+    handler = Handler(store, coordinator, queue, tasks)
     # Redelivered on the node as the request left it: the follow-up, not the task again.
     assert deliver(handler, "continue", request_id="c1").outcome == "ack"
     node = store.get_node(NODE)
@@ -345,10 +345,12 @@ def test_strict_event_seen_again_after_its_task_ran_gets_its_follow_up(
     finishes = [r for r in store.history(NODE) if r.event == "finish"]
     assert [(r.request_id, r.status) for r in finishes] == [("c1.finish", RequestStatus.DONE)]
     assert store.find_request("c1").status == RequestStatus.DONE
+    assert tasks.announcer.ended == [NODE]  # the follow-up's own task, the end announced
     # Delivered once more: done, consumed; nothing applied twice.
     assert deliver(handler, "continue", request_id="c1").outcome == "ack"
     assert [r.event for r in store.history(NODE)] == ["inspect", "wait", "continue", "finish"]
     assert tasks.calls.count(("process", NODE)) == 1
+    assert tasks.announcer.ended == [NODE]
 
 
 def test_the_late_follow_up_is_logged_once(handler, store, coordinator, queue, tasks, caplog):
@@ -358,18 +360,6 @@ def test_the_late_follow_up_is_logged_once(handler, store, coordinator, queue, t
     said = [r for r in caplog.records if "already ran" in r.getMessage()]
     assert [r.levelno for r in said] == [logging.INFO]
     assert "applying finish now" in said[0].getMessage()
-
-
-def test_the_late_follow_up_announces_the_end_once(store, coordinator, queue):
-    tasks = RecordingTasks()
-    tasks.announcer = RecordingAnnouncer()
-    killed_after_processing(store, coordinator, queue, tasks)
-    handler = Handler(store, coordinator, queue, tasks)
-    assert deliver(handler, "continue", request_id="c1").outcome == "ack"
-    assert store.get_node(NODE).state == State.FINISHED
-    assert tasks.announcer.ended == [NODE]
-    assert store.find_request("c1.finish").status == RequestStatus.DONE
-    assert store.find_request("c1").status == RequestStatus.DONE
 
 
 def test_the_late_follow_up_is_enqueued_when_it_cannot_be_applied_now(
@@ -523,8 +513,7 @@ def test_failing_task_sends_the_node_to_error(store, coordinator, queue, fail_on
 
 
 def test_failing_task_announces_the_end_and_finishes_its_error(store, coordinator, queue):
-    tasks = RecordingTasks(fail_on="process")
-    tasks.announcer = RecordingAnnouncer()
+    tasks = RecordingTasks(fail_on="process", announcer=RecordingAnnouncer())
     handler = Handler(store, coordinator, queue, tasks)
     deliver(handler, "inspect")
     assert deliver(handler, "continue", request_id="ramdisk-1").outcome == "ack"
