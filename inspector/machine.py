@@ -60,8 +60,9 @@ class RequestStatus(enum.StrEnum):
     APPLIED = "applied"  # committed; its task not finished (or its worker died)
     #: Applied, and its task stopped by a backend outage the worker saw.
     INTERRUPTED = "interrupted"
-    #: A strict event's task finished; its follow-up may not be applied yet. Seen again,
-    #: the event is deja vu: its work is not done twice.
+    #: A strict event's task finished; its follow-up may not be applied yet. Seen again
+    #: on the node as its transition left it, only its follow-up is applied: its work is
+    #: not done twice.
     RAN = "ran"
     DONE = "done"  # its task ran and its follow-up is applied or enqueued
     REJECTED = "rejected"  # the machine refused the event
@@ -70,7 +71,9 @@ class RequestStatus(enum.StrEnum):
 #: Statuses of a request not done yet (its task unfinished, or its follow-up unsent).
 UNFINISHED = frozenset({RequestStatus.APPLIED, RequestStatus.INTERRUPTED, RequestStatus.RAN})
 
-#: Events that must not take effect twice: seen again, they send the node to error.
+#: Events that must not take effect twice: a second request of one for a node already
+#: past it sends the node to error ("deja vu"); the same request delivered again does
+#: not redo a task that finished (see RequestStatus.RAN).
 STRICT_EVENTS = frozenset({Event.CONTINUE})
 
 #: Events that open an introspection (or reopen an ended one). The work queue gives them
@@ -94,9 +97,9 @@ EXPECTING_DATA = frozenset({State.WAITING, State.STARTING})
 ABORT_REASON = "Canceled by operator"
 TIMEOUT_REASON = "Introspection timeout"
 DEJA_VU_REASON = (
-    "Deja vu: the ramdisk data for this node was already processed when the same "
-    "continue request arrived again (a worker died before finishing the "
-    "introspection); not processing it twice, restart the introspection"
+    "Deja vu: ramdisk data for this node came again (a second continue request) "
+    "before the processing of its earlier data finished; not processing it twice, "
+    "restart the introspection"
 )
 
 _NONE = "(none)"  # automaton needs a name for "no introspection yet"

@@ -22,8 +22,10 @@ and commits it with a compare-and-swap on the node's version, under the node loc
 Rows marked *design* are the original HA design's table, exactly; rows marked
 *addition* are what ironic-inspector added on top and the gaps it left, fixed.
 
-- **Strict** events ({strict}) take effect once: seen again for a node already past
-  them ("deja vu"), they move the node to `error` instead of redoing the work.
+- **Strict** events ({strict}) take effect once: a second request for a node already
+  past them ("deja vu") moves it to `error` instead of redoing the work. The same
+  request delivered again (its worker died) is not redone either: its task runs again
+  only if it never finished; if it did, only its follow-up is applied.
 - All other events are **reentrant**: repeating them is harmless.
 - Active states ({active}) each have an `error` and a `timeout` exit.
 - `(none)` is a node with no introspection record yet.

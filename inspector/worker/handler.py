@@ -8,7 +8,8 @@ apply or enqueue its follow-up, mark the request done, acknowledge, release.
 Most requests arrive committed: the API applies an operator's or a ramdisk's event
 itself and enqueues the request for its task, which the worker runs on finding the
 request's row `applied` on the node's current version. The same path picks up the
-request of a worker that died mid-task; a strict event whose task finished is deja vu.
+request of a worker that died mid-task; a strict event whose task finished gets only its
+follow-up (its worker died before applying it), unless the node moved on since.
 A follow-up whose transition runs no task of its own (`wait`, `finish`) is applied at
 once, under the lock held; others are enqueued. Never blocks on a lock (busy: retry
 later); never acknowledges before the follow-up is applied or enqueued.
@@ -50,8 +51,6 @@ EVENT_NAMES = frozenset(event.value for event in Event)
 MAX_ATTEMPTS = 200
 #: The suffix of the request id under which a failed task's `error` is committed.
 FAILED = "error"
-#: The suffix of the request id under which a deja vu's `error` is committed.
-DEJA_VU = "dejavu"
 
 
 class Handler:
@@ -190,20 +189,26 @@ class Handler:
             return outcomes.FAILED
         self.metrics.task_duration(transition.target, time.perf_counter() - began)
         if request.event in STRICT_EVENTS:
-            # From here a redelivery is deja vu; before, the task had not finished
-            # and runs again (a worker killed mid-processing loses no introspection).
+            # From here a redelivery only applies the follow-up; before, the task had
+            # not finished and runs again (a worker killed mid-processing loses no
+            # introspection).
             self.store.mark_ran(request.request_id)
+        self._after_task(request, transition)
+        return outcomes.APPLIED
+
+    def _after_task(self, request: Request, transition: Transition) -> None:
+        """What follows a task that ran: its follow-up (if any), then the request done."""
         self.faults.before_ack(request.event, request.request_id)
         if transition.follow_up is not None:
             self._follow(request.follow_up(transition.follow_up))
         self.store.finish_request(request.request_id)
-        return outcomes.APPLIED
 
     def _follow(self, follow_up: Request) -> None:
         """Apply a follow-up now, under the lock held, when its transition runs no task
         of its own; else, or when it cannot be applied now, enqueue it (the worker that
         takes it settles it). A worker killed before this leaves its parent unacked: the
-        parent is redelivered and its task runs again (or, strict, is deja vu)."""
+        parent is redelivered and its task runs again (or, strict and marked ran, only
+        this follow-up is applied then)."""
         event = Event(follow_up.event)
         node, seen = self.store.load(follow_up.node_uuid, follow_up.request_id)
         state = None if node is None else State(node.state)
@@ -221,9 +226,10 @@ class Handler:
         self, request: Request, event: Event, seen: RequestRecord, node: NodeRecord | None
     ) -> str:
         """A request whose transition was committed before. Done or rejected: consumed.
-        Unfinished on the node's current version: its task runs (again), except a strict
-        event's whose task had finished (`ran`): that is deja vu, the node goes to error.
-        Unfinished but the node moved on since: consumed."""
+        Unfinished but the node moved on since: consumed. Unfinished on the node's
+        current version (every state change moves it: the node is in the request's
+        target): its task runs (again), except a strict event's whose task had finished
+        (`ran`): its follow-up only, as `_run` would have applied it after the task."""
         if seen.status not in UNFINISHED:
             self._log(request, logging.INFO, "already %s: consumed", seen.status)
             return outcomes.DONE
@@ -231,24 +237,25 @@ class Handler:
             self._log(request, logging.INFO, "applied, and the node moved on since: consumed")
             self.store.finish_request(request.request_id)
             return outcomes.DONE
-        if event in STRICT_EVENTS and seen.status == RequestStatus.RAN:
-            return self._deja_vu(request, event, node)
-        self._log(request, logging.INFO, "applied (by the API, or by a worker that died): its task")
         source = State(seen.source_state) if seen.source_state else None
         transition = self.machine.resume(source, event, State(node.state))
+        if seen.status == RequestStatus.RAN:
+            # Its worker died between the end of the task and the follow-up: the task's
+            # work is done and recorded, and nothing moved the node since.
+            self._log(
+                request,
+                logging.INFO,
+                "its task already ran, its worker died before the follow-up: applying %s now",
+                transition.follow_up,
+            )
+            self._after_task(request, transition)
+            return outcomes.RESUMED
+        self._log(request, logging.INFO, "applied (by the API, or by a worker that died): its task")
         if not self.tasks.has_work(transition):
             self.store.finish_request(request.request_id)
             return outcomes.RESUMED
         ran = self._run(node, request, transition) == outcomes.APPLIED
         return outcomes.RESUMED if ran else outcomes.FAILED
-
-    def _deja_vu(self, request: Request, event: Event, node: NodeRecord) -> str:
-        self._log(request, logging.WARNING, "strict event seen again after its task ran: deja vu")
-        if self.machine.can(State(node.state), event):
-            transition = self.machine.advance(State(node.state), event)
-            self._end(node, request, transition, request.follow_up(DEJA_VU))
-        self.store.finish_request(request.request_id)
-        return outcomes.DEJA_VU
 
     def _task_failed(
         self, node: NodeRecord, request: Request, transition: Transition, exc: Exception

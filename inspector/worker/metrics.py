@@ -27,11 +27,10 @@ APPLIED = "applied"  # a new transition committed (and its task run), or a remov
 DONE = "done"  # a redelivered request already finished: consumed, nothing redone
 #: A request already applied (by the API, or by a worker that died or lost a backend)
 #: whose task this worker ran: how the API's `inspect`, `abort` and `reapply` reach
-#: the worker.
+#: the worker; or a strict one whose task had run, whose follow-up this worker applied.
 RESUMED = "resumed"
 FAILED = "failed"  # the task failed: the node went to error, the request consumed
 REFUSED = "refused"  # the state machine refused the event: recorded and consumed
-DEJA_VU = "deja_vu"  # a strict event seen again mid-way: the node went to error
 RETRIED = "retried"  # not applicable yet (node busy, race lost...): requeued
 DEAD_LETTERED = "dead_lettered"  # malformed, unknown or out of attempts
 INTERRUPTED = "interrupted"  # a backend outage during the task: left unacked

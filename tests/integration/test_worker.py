@@ -19,7 +19,7 @@ import pytest
 
 from inspector.broker.message import Request
 from inspector.broker.queue import WorkQueue
-from inspector.machine import DEJA_VU_REASON, Event, Machine, State
+from inspector.machine import Event, Machine, State
 from inspector.store import Store, schema
 from tests import fixtures
 
@@ -156,7 +156,7 @@ def assert_valid_history(store, node):
     return applied
 
 
-def test_kill_before_ack_of_a_strict_event_is_deja_vu(cluster, tmp_path):
+def test_kill_before_ack_of_a_strict_event_applies_its_follow_up_later(cluster, tmp_path):
     node = cluster.new_node()
     marker = tmp_path / "paused"
     victim = cluster.start_worker(faults="pause_before_ack=continue", marker=marker)
@@ -165,15 +165,22 @@ def test_kill_before_ack_of_a_strict_event_is_deja_vu(cluster, tmp_path):
     cluster.store_ramdisk_data(node)
     request = cluster.put(node, "continue")
     wait_for(lambda: marker.exists() and request.request_id in marker.read_text())
+    # Processed, marked ran, and killed before its `finish`.
     assert cluster.state(node) == "processing"
+    assert cluster.store.find_request(request.request_id).status == "ran"
     victim.send_signal(signal.SIGKILL)
     victim.wait()
     cluster.start_worker()
-    cluster.wait_state(node, "error")
-    assert cluster.store.get_node(node).error == DEJA_VU_REASON
+    # The redelivery applies the `finish` the dead worker never did; no deja vu.
+    cluster.wait_state(node, "finished")
+    assert cluster.store.get_node(node).error is None
     applied = assert_valid_history(cluster.store, node)
-    assert [r.event for r in applied] == ["inspect", "wait", "continue", "continue"]
+    assert [r.event for r in applied] == ["inspect", "wait", "continue", "finish"]
     assert cluster.store.find_request(request.request_id).status == "done"
+    # The second worker did not process the data again: it only applied the follow-up.
+    log = pathlib.Path(cluster.logs[-1].name)
+    wait_for(lambda: "its task already ran" in log.read_text(), timeout=10)
+    assert f"{request.request_id} continue] applied" not in log.read_text()
 
 
 def test_kill_mid_task_of_a_strict_event_processes_the_data_once_more(cluster):

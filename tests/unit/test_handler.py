@@ -3,13 +3,22 @@ recording queue and tasks, a fake clock."""
 
 import dataclasses
 import datetime
+import logging
 
 import pytest
 
 from inspector import errors
 from inspector.broker.message import DELETE, EXPIRE, Request
 from inspector.coordination import LocalCoordinator
-from inspector.machine import DEJA_VU_REASON, RequestStatus, State, Task
+from inspector.machine import (
+    DEJA_VU_REASON,
+    TIMEOUT_REASON,
+    Event,
+    Machine,
+    RequestStatus,
+    State,
+    Task,
+)
 from inspector.store import Change, Store, schema
 from inspector.worker import handler as handler_module
 from inspector.worker.delivery import lock_name
@@ -64,10 +73,10 @@ class RecordingTasks(NoTasks):
     """The table's tasks recorded (start, process, enroll; reapply as process), or
     failing on one; the end announced when an announcer is set."""
 
-    def __init__(self, fail_on=None):
+    def __init__(self, fail_on=None, announcer=None):
         self.calls = []
         self.fail_on = fail_on
-        self.announcer = None
+        self.announcer = announcer
 
     def has_work(self, transition):
         if transition.task is Task.END:
@@ -294,31 +303,117 @@ def _crash_after_commit(store, event, source, target, request_id):
     )
 
 
-def test_strict_event_seen_again_after_its_task_ran_is_deja_vu(handler, store, tasks, queue):
+class DiesBeforeTheFollowUp(StoreWrapper):
+    """The worker dies between the end of a request's task and its follow-up: at the
+    read of the follow-up's row, once."""
+
+    def __init__(self, inner, follow_up):
+        super().__init__(inner)
+        self.follow_up = follow_up
+
+    def load(self, uuid, request_id):
+        if request_id == self.follow_up:
+            self.follow_up = None
+            raise KeyboardInterrupt("killed")
+        return self.inner.load(uuid, request_id)
+
+
+def killed_after_processing(store, coordinator, queue, tasks, request_id="c1"):
+    """inspect, then a `continue` whose worker dies after its processing ran, before its
+    follow-up `finish`: the request is left `ran` and unacknowledged."""
+    deliver(Handler(store, coordinator, queue, tasks), "inspect")
+    dying = Handler(DiesBeforeTheFollowUp(store, f"{request_id}.finish"), coordinator, queue, tasks)
+    with pytest.raises(KeyboardInterrupt):
+        deliver(dying, "continue", request_id=request_id)
+    assert store.get_node(NODE).state == State.PROCESSING
+    assert store.find_request(request_id).status == RequestStatus.RAN
+    assert tasks.calls.count(("process", NODE)) == 1
+
+
+def test_strict_event_seen_again_after_its_task_ran_gets_its_follow_up(store, coordinator, queue):
+    tasks = RecordingTasks(announcer=RecordingAnnouncer())
+    killed_after_processing(store, coordinator, queue, tasks)
+    handler = Handler(store, coordinator, queue, tasks)
+    # Redelivered on the node as the request left it: the follow-up, not the task again.
+    assert deliver(handler, "continue", request_id="c1").outcome == "ack"
+    node = store.get_node(NODE)
+    assert node.state == Machine().advance(State.PROCESSING, Event.FINISH).target
+    assert node.state == State.FINISHED and node.error is None
+    assert node.finished_at is not None
+    assert tasks.calls.count(("process", NODE)) == 1
+    assert queue.events() == []
+    finishes = [r for r in store.history(NODE) if r.event == "finish"]
+    assert [(r.request_id, r.status) for r in finishes] == [("c1.finish", RequestStatus.DONE)]
+    assert store.find_request("c1").status == RequestStatus.DONE
+    assert tasks.announcer.ended == [NODE]  # the follow-up's own task, the end announced
+    # Delivered once more: done, consumed; nothing applied twice.
+    assert deliver(handler, "continue", request_id="c1").outcome == "ack"
+    assert [r.event for r in store.history(NODE)] == ["inspect", "wait", "continue", "finish"]
+    assert tasks.calls.count(("process", NODE)) == 1
+    assert tasks.announcer.ended == [NODE]
+
+
+def test_the_late_follow_up_is_logged_once(handler, store, coordinator, queue, tasks, caplog):
+    killed_after_processing(store, coordinator, queue, tasks)
+    with caplog.at_level(logging.INFO, logger=handler_module.__name__):
+        deliver(handler, "continue", request_id="c1")
+    said = [r for r in caplog.records if "already ran" in r.getMessage()]
+    assert [r.levelno for r in said] == [logging.INFO]
+    assert "applying finish now" in said[0].getMessage()
+
+
+def test_the_late_follow_up_is_enqueued_when_it_cannot_be_applied_now(
+    store, coordinator, queue, tasks
+):
+    killed_after_processing(store, coordinator, queue, tasks)
+
+    class Racing(StoreWrapper):
+        """Another writer moves the node as the follow-up commits."""
+
+        def apply(self, change, node=None):
+            if change.request_id == "c1.finish":
+                raise errors.NodeBusy("moved")
+            return self.inner.apply(change, node)
+
+    handler = Handler(Racing(store), coordinator, queue, tasks)
+    assert deliver(handler, "continue", request_id="c1").outcome == "ack"
+    assert [(r.event, r.request_id) for r in queue.put_requests] == [("finish", "c1.finish")]
+    assert store.find_request("c1").status == RequestStatus.DONE
+    assert tasks.calls.count(("process", NODE)) == 1
+
+
+def test_strict_event_whose_task_ran_is_consumed_when_the_node_moved_on(
+    handler, store, coordinator, queue, tasks
+):
+    killed_after_processing(store, coordinator, queue, tasks)
+    # Before the redelivery, the introspection timed out (another worker applied it).
+    assert deliver(handler, "timeout", request_id="t1").outcome == "ack"
+    assert deliver(handler, "continue", request_id="c1").outcome == "ack"
+    node = store.get_node(NODE)
+    assert node.state == State.ERROR and node.error == TIMEOUT_REASON
+    assert store.find_request("c1.finish") is None
+    assert store.find_request("c1").status == RequestStatus.DONE
+    assert tasks.calls.count(("process", NODE)) == 1
+    assert queue.events() == []
+
+
+def test_a_second_continue_request_before_processing_finished_is_deja_vu(
+    handler, store, tasks, queue
+):
     deliver(handler, "inspect")
+    # The worker of c1 died mid-processing; a second POST of the data made c2.
     _crash_after_commit(store, "continue", "waiting", "processing", "c1")
-    store.mark_ran("c1")  # the worker died after processing, before the follow-up
-    delivery = deliver(handler, "continue", request_id="c1")
-    assert delivery.outcome == "ack"
+    assert deliver(handler, "continue", request_id="c2").outcome == "ack"
     node = store.get_node(NODE)
     assert node.state == State.ERROR
     assert node.error == DEJA_VU_REASON
     assert ("process", NODE) not in tasks.calls
-    assert store.find_request("c1.finish") is None
-    assert store.find_request("c1").status == "done"
-
-
-def test_deja_vu_announces_the_end_and_finishes_its_error(store, coordinator, queue):
-    tasks = RecordingTasks()
-    tasks.announcer = RecordingAnnouncer()
-    handler = Handler(store, coordinator, queue, tasks)
-    deliver(handler, "inspect")
-    _crash_after_commit(store, "continue", "waiting", "processing", "c1")
-    store.mark_ran("c1")
+    # c1 redelivered: the node moved on, so it is consumed; nothing processed.
     assert deliver(handler, "continue", request_id="c1").outcome == "ack"
-    assert store.get_node(NODE).error == DEJA_VU_REASON
-    assert tasks.announcer.ended == [NODE]
-    assert store.find_request("c1.dejavu").status == RequestStatus.DONE
+    assert store.get_node(NODE).state == State.ERROR
+    assert ("process", NODE) not in tasks.calls
+    assert store.find_request("c1.finish") is None
+    assert store.find_request("c1").status == RequestStatus.DONE
 
 
 def test_strict_event_whose_task_did_not_finish_runs_it_again(handler, store, tasks, queue):
@@ -418,8 +513,7 @@ def test_failing_task_sends_the_node_to_error(store, coordinator, queue, fail_on
 
 
 def test_failing_task_announces_the_end_and_finishes_its_error(store, coordinator, queue):
-    tasks = RecordingTasks(fail_on="process")
-    tasks.announcer = RecordingAnnouncer()
+    tasks = RecordingTasks(fail_on="process", announcer=RecordingAnnouncer())
     handler = Handler(store, coordinator, queue, tasks)
     deliver(handler, "inspect")
     assert deliver(handler, "continue", request_id="ramdisk-1").outcome == "ack"

@@ -18,6 +18,7 @@ from tests.unit.test_handler import (  # noqa: F401 - fixtures
     RecordingTasks,
     coordinator,
     deliver,
+    killed_after_processing,
     queue,
     store,
     tasks,
@@ -235,3 +236,14 @@ def test_an_outage_in_the_task_is_interrupted_then_resumed(store, coordinator, q
     found = transitions(metrics)
     assert found[("continue", "interrupted")] == 1
     assert found[("continue", "resumed")] == 1
+
+
+def test_a_late_follow_up_is_resumed(store, coordinator, queue, tasks, metrics):  # noqa: F811
+    killed_after_processing(store, coordinator, queue, tasks)
+    handler = Handler(store, coordinator, queue, tasks, metrics=metrics)
+    assert deliver(handler, "continue", request_id="c1").outcome == "ack"
+    assert transitions(metrics) == {("continue", "resumed"): 1, ("finish", "applied"): 1}
+    # Its task did not run again here.
+    assert (
+        value(metrics, "inspector_worker_task_duration_seconds_count", state="processing") is None
+    )
