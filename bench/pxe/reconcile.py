@@ -95,18 +95,13 @@ def theirs(f: pxe_filters.Theirs, ironic: PxeIronic, nodes: int, count: int) -> 
     }
 
 
-def _both(listing: dict, reconciles: list[dict]) -> float:
-    """Wall time of a full reconcile: from the start of the earlier of a port listing and
-    the nodes' reconcile that began nearest to it, to the end of the later."""
-    nearest = min(reconciles, key=lambda g: abs(g["at"] - listing["at"]))
-    began = min(listing["at"], nearest["at"])
-    return max(g["at"] + g["wall"] for g in (listing, nearest)) - began
-
-
 def ours(f: pxe_filters.Ours, ironic: PxeIronic, nodes: int, count: int, period: float) -> dict:
     """Ours lists the nodes under inspection (the reconcile: the leader's every period, a
     new leader's before it opens) and every port (the blacklist's listing, on a thread
-    of its own) each `period`: each one's wall time and calls, and the cost of both."""
+    of its own) each `period`. The window counts port listings: the cost per full
+    reconcile is that of one port listing and the nodes' reconciles beside it. `wall`
+    is the nodes' reconcile's, `ports` the port listing's, `full_wall` both one after
+    the other (as if one thread ran them)."""
     f.start()
 
     def done(kind: str) -> list[dict]:
@@ -115,26 +110,23 @@ def ours(f: pxe_filters.Ours, ironic: PxeIronic, nodes: int, count: int, period:
         groups = pxe_filters.reconciles(f.proxy.ledger.calls(), kind)
         return [g for g in groups if now - (g["at"] + g["wall"]) > pxe_filters.RECONCILE_GAP]
 
-    groups, result = _window(f, ironic, nodes, count, period, lambda: done(pxe_filters.NODES))
-    # The port listings of the same window: those that ended by the last reconcile's end.
-    start, end = groups[0]["at"], groups[-1]["at"] + groups[-1]["wall"]
-    listings = [
-        g
-        for g in done(pxe_filters.PORTS)
-        if start - period < g["at"] and g["at"] + g["wall"] <= end
-    ]
+    listings, result = _window(f, ironic, nodes, count, period, lambda: done(pxe_filters.PORTS))
+    began, ended = listings[0]["at"], listings[-1]["at"] + listings[-1]["wall"]
+    groups = [g for g in done(pxe_filters.NODES) if began <= g["at"] <= ended]
+    node_wall = statistics.median(g["wall"] for g in groups)
     return result | {
+        "wall": _stats([g["wall"] for g in groups]),
         "ironic_seconds": _stats([g["ironic_seconds"] for g in groups]),
         "reconcile_calls": statistics.median(g["calls"] for g in groups),
         "ports": {
             "listings": len(listings),
             "wall": _stats([g["wall"] for g in listings]),
             "ironic_seconds": _stats([g["ironic_seconds"] for g in listings]),
-            "calls": statistics.median(g["calls"] for g in listings) if listings else None,
+            "calls": statistics.median(g["calls"] for g in listings),
         },
-        "full_wall": _stats([_both(listing, groups) for listing in listings]),
+        "full_wall": _stats([g["wall"] + node_wall for g in listings]),
         "requests_per_reconcile": statistics.median(g["calls"] for g in groups)
-        + (statistics.median(g["calls"] for g in listings) if listings else 0),
+        + statistics.median(g["calls"] for g in listings),
         "requests_kind": "REST calls to Ironic (paginated listings)",
         "call_kinds": sorted({k for g in groups + listings for k in g["kinds"]}),
     }

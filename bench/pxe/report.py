@@ -152,7 +152,9 @@ def markdown(results: dict, image: str) -> str:
         "Ours lists the nodes under inspection (the reconcile: the leader's every period, "
         "a new leader's before it opens) and every port (the blacklist's listing, on a "
         "thread of its own), each every period; ironic-pxe-filter reads both from Ironic's "
-        "database in one sync. CPU and requests are per period (both listings)."
+        "database in one sync. CPU and requests are per full reconcile (a port listing "
+        "and the nodes' reconciles beside it); its wall time is the two listings' one "
+        "after the other."
     )
     lines += [
         "",
