@@ -197,6 +197,8 @@ def test_inspector_exiting_before_it_answers_is_said_with_its_log(checkout):
     assert "Inspector is up" not in result.stdout
     assert "demo" not in result.stdout
     assert not (checkout / ".data" / "inspector.pid").exists()
+    # The last line: Ironic is left running, and how to stop it.
+    assert "'scripts/services stop ironic' stops it" in result.stdout.splitlines()[-1]
 
 
 def test_an_answer_that_is_not_inspectors_is_no_inspector(checkout):
