@@ -1,9 +1,10 @@
 """The repository as a newcomer and a packager get it: a `git clone` of this commit into an
 empty directory with nothing beside it. The README's first command (`scripts/quickstart`,
-non-interactive) finishes its demo introspection against a real Ironic of its own; the
-sdist and the wheel build without warnings and pass `twine check`; the wheel, installed
-alone into a fresh virtualenv, carries the distribution's name, version and
-Requires-Python and serves `inspector all`.
+non-interactive) finishes its demo introspection against a real Ironic of its own, deletes
+the demo's nodes and says that Ironic keeps running (sending no notification: no RabbitMQ
+was started); the sdist and the wheel build without warnings and pass `twine check`; the
+wheel, installed alone into a fresh virtualenv, carries the distribution's name, version
+and Requires-Python and serves `inspector all`.
 
 Slow (two virtualenvs and an Ironic installed from the pip cache): a few minutes.
 """
@@ -123,19 +124,33 @@ def test_quickstart_finishes_its_introspection_from_a_bare_clone(clone):
             "starting Ironic",
             "starting Inspector",
             "demo: 1. enrolled",
+            "demo: 3. Inspector set PXE boot and powered it on: Ironic says 'power on'",
             "demo: 5. introspection finished",
+            "demo: deleted the 3 nodes it enrolled from Ironic",
             "done in",
         ):
             assert any(expected in line for line in lines), (expected, output)
-        enrolled = next(line for line in lines if "demo: 1. enrolled" in line)
-        node_uuid = enrolled.split("(", 1)[1].split(",", 1)[0]
-        node = requests.get(
-            f"http://127.0.0.1:{ironic_port}/v1/nodes/{node_uuid}",
-            headers=IRONIC_HEADERS,
-            timeout=10,
-        ).json()
-        assert {"cpus", "memory_mb", "local_gb", "cpu_arch"} <= set(node["properties"]), node
-        assert node["power_state"] == "power off"
+        written = next(line for line in lines if "demo: 6. Ironic now holds" in line)
+        for key in ("cpus", "memory_mb", "local_gb", "cpu_arch"):
+            assert f'"{key}": ' in written, output
+        assert written.endswith("power 'power off'"), output
+        # Inspector stopped; the last line says Ironic is not, where it logs, how to stop it.
+        ironic_log = clone / ".services" / "ironic" / "ironic.log"
+        assert lines[-1] == (
+            f"quickstart: Inspector stopped; Ironic is still running on "
+            f"http://127.0.0.1:{ironic_port} (log: {ironic_log}): "
+            "'scripts/services stop ironic' stops it"
+        ), output
+        assert not (clone / ".data" / "inspector.pid").exists()
+        # The demo's nodes are gone from Ironic (its own, fresh: no other node).
+        nodes = requests.get(
+            f"http://127.0.0.1:{ironic_port}/v1/nodes", headers=IRONIC_HEADERS, timeout=10
+        ).json()["nodes"]
+        assert nodes == [], nodes
+        # No RabbitMQ was started: Ironic sent no notification anywhere, and logged no
+        # failure to send one.
+        assert "driver = noop" in (clone / ".services" / "ironic" / "ironic.conf").read_text()
+        assert "Could not send notification" not in ironic_log.read_text()
     finally:
         stopped = run(["scripts/services", "stop", "ironic"], clone, 120, env=env)
         assert stopped.returncode == 0, stopped.stderr
