@@ -60,6 +60,8 @@ def notifying_ironic(rabbitmq_url: str, directory: pathlib.Path) -> Iterator[tup
         "INSPECTOR_IRONIC_DIR": str(directory / "ironic"),
         "INSPECTOR_IRONIC_PORT": str(port),
         "INSPECTOR_IRONIC_NOTIFICATIONS_TOPIC": topic,
+        # To the tests' RabbitMQ, whoever started it (by default, only to the checkout's own).
+        "INSPECTOR_IRONIC_NOTIFICATIONS": "yes",
         "INSPECTOR_RABBITMQ_PORT": str(urllib.parse.urlsplit(rabbitmq_url).port or 5672),
     }
     _services("start", environment)
