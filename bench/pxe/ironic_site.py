@@ -93,6 +93,7 @@ class PxeIronic:
         environ = dict(os.environ, INSPECTOR_IRONIC_DIR=str(self.directory))
         environ["INSPECTOR_IRONIC_PORT"] = str(self.port)
         environ["INSPECTOR_IRONIC_NOTIFICATIONS_TOPIC"] = self.topic
+        environ["INSPECTOR_IRONIC_NOTIFICATIONS"] = "yes"  # the filters follow them
         subprocess.run([str(SERVICES), action, "ironic"], check=True, env=environ)
 
     def configs(self) -> list[pathlib.Path]:
