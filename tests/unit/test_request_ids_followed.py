@@ -161,6 +161,9 @@ def test_the_api_log_lines_of_a_request_show_its_ids_and_node(
     # oslo.log's logging_context_format_string: [global own user project domain
     # system_scope user_domain project_domain] and the node as instance_uuid_format says.
     assert f"[{sent} {own} - - - all - -] [node {node.uuid}] " in started
+    # Named once: the commit's own prefix leaves the node to the context's.
+    assert started.count(node.uuid) == 1, started
+    assert f"[node {node.uuid}] [req " in started
     [outside] = [line for line in lines if "outside any request" in line]
     assert f"{sent}" not in outside and "[-]" in outside
 
