@@ -239,6 +239,13 @@ def test_the_worker_logs_and_calls_ironic_under_the_global_id(
     for record in mine:
         assert record.context.global_request_id == sent, record.getMessage()
         assert record.context.request_id == request.request_id
+    # The worker's context names no node: its commit lines do.
+    commits = [
+        r.getMessage()
+        for r in recorder.records
+        if r.name == "inspector.commit" and not r.getMessage().endswith("(API)")
+    ]
+    assert commits and all(m.startswith(f"[node {node.uuid} req ") for m in commits), commits
     assert request_context.current() is None
 
 
