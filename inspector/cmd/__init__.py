@@ -82,9 +82,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.run(args, config + rest) or 0)
     except ConfigError as exc:
-        print(f"inspector: {exc.message}", file=sys.stderr)
-        return 2
+        message, status = exc.message, 2
     except InspectorError as exc:
-        LOG.error("%s", exc.message)
-        print(f"inspector: {exc.message}", file=sys.stderr)
-        return 1
+        message, status = exc.message, 1
+    # Out of the except block: oslo.log would add the exception's text to the line again.
+    if status == 1 and not _logs_to_the_console():
+        LOG.error("%s", message)  # a service's log file, journal or syslog keeps it too
+    print(f"inspector: {message}", file=sys.stderr)
+    return status
+
+
+def _logs_to_the_console() -> bool:
+    """Whether the log goes to standard error or output already (a one-shot command's,
+    a service's without a log file, or no set-up yet): the `inspector:` line is enough."""
+    handlers = logging.getLogger().handlers
+    consoles = (sys.stderr, sys.stdout)
+    return not handlers or any(getattr(h, "stream", None) in consoles for h in handlers)
