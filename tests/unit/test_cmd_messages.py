@@ -1,4 +1,4 @@
-"""What the `inspector` command says on standard error: each error once."""
+"""What the `inspector` command says on standard error: each warning and each error once."""
 
 import logging
 
@@ -6,7 +6,7 @@ import pytest
 
 from inspector import cmd, errors
 from inspector.api.logs import setup_logging
-from inspector.cmd import db_cmd
+from inspector.cmd import config_cmd, db_cmd
 
 pytestmark = pytest.mark.usefixtures("logging_state")
 
@@ -24,6 +24,12 @@ def _config(tmp_path, text: str = SHARED) -> list[str]:
     path = tmp_path / "inspector.conf"
     path.write_text(text.format(state=tmp_path / "state"))
     return ["--config-file", str(path)]
+
+
+def test_config_check_says_a_warning_the_roles_share_once(tmp_path, capfd):
+    assert cmd.main(["config", "check", *_config(tmp_path)]) == 0
+    err = capfd.readouterr().err
+    assert err.count("Embedded SQLite database") == 1, err
 
 
 def test_a_command_error_is_one_line_on_standard_error(tmp_path, capfd):
@@ -55,3 +61,23 @@ def test_a_service_logging_to_a_file_logs_its_error_there_too(tmp_path, capfd, m
     assert capfd.readouterr().err == "inspector: the database is unavailable\n"
     [line] = [each for each in log.read_text().splitlines() if "unavailable" in each]
     assert "ERROR inspector.cmd" in line and "InspectorError" not in line
+
+
+def test_a_warning_said_once_reaches_every_handler_once():
+    class Recording(logging.Handler):
+        def __init__(self):
+            super().__init__()
+            self.messages = []
+
+        def emit(self, record):
+            self.messages.append(record.getMessage())
+
+    root = logging.getLogger()
+    both = [Recording(), Recording()]
+    for handler in both:
+        root.addHandler(handler)
+    with config_cmd._said_once():
+        for _role in ("api", "worker"):
+            logging.getLogger("inspector.cmd.wiring").warning("Embedded SQLite database")
+    logging.getLogger("inspector.cmd.wiring").warning("Embedded SQLite database")
+    assert [h.messages for h in both] == [["Embedded SQLite database"] * 2] * 2
