@@ -54,3 +54,12 @@ def test_the_readme_command_table_names_every_command():
     table = readme.partition("## The command\n")[2].strip().partition("\n\n")[0]
     missing = [name for name in commands.choices if f"`inspector {name}" not in table]
     assert not missing, f"README's command table leaves out: {missing}"
+
+
+def test_the_deployment_files_table_names_every_file_of_etc():
+    text = ROOT.joinpath("docs", "deployment.md").read_text()
+    table = text.partition("| file | installed as | what it is for |")[2].partition("\n\n")[0]
+    etc = ROOT / "etc" / "inspector"
+    files = sorted(str(p.relative_to(etc)) for p in etc.rglob("*") if p.is_file())
+    missing = [name for name in files if f"(../etc/inspector/{name})" not in table]
+    assert not missing, f"docs/deployment.md's table of files leaves out: {missing}"
