@@ -14,10 +14,6 @@ from inspector.errors import ConfigError, InspectorError
 
 LOG = logging.getLogger(__name__)
 
-CONFIG_HELP = (
-    "oslo.config options, before or after the command: --config-file FILE (repeatable, "
-    "later files win) and --config-dir DIR (every *.conf in it, after the files)"
-)
 #: oslo.config's own command-line options, each with a value.
 CONFIG_OPTIONS = ("--config-file", "--config-dir")
 
@@ -53,26 +49,40 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="inspector",
         description="Highly available bare-metal introspection service (ironic-inspector API v1).",
-        epilog=CONFIG_HELP,
     )
     parser.add_argument("--version", action="version", version=__version__)
-    # Shown in the help; taken out of argv before parsing (config_arguments).
-    parser.add_argument(
-        "--config-file",
-        metavar="FILE",
-        action="append",
-        help="a configuration file (repeatable, later files win)",
-    )
-    parser.add_argument(
-        "--config-dir",
-        metavar="DIR",
-        action="append",
-        help="a directory of *.conf files, read after the files before it",
-    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in (service_cmd, pxe_filter_cmd, db_cmd, config_cmd, status_cmd):
         module.add_parsers(commands)
+    _config_help(parser)
     return parser
+
+
+def _config_help(parser: argparse.ArgumentParser) -> None:
+    """--config-file and --config-dir in the help of parser and of each of its commands
+    (except those that read no configuration: `reads_config` False). Shown only: they are
+    taken out of argv before parsing (config_arguments)."""
+    if parser.get_default("reads_config") is False:
+        return
+    group = parser.add_argument_group("configuration (oslo.config; before or after the command)")
+    group.add_argument(
+        "--config-file",
+        metavar="FILE",
+        action="append",
+        help="a configuration file (repeatable, later files win); without any, "
+        "oslo.config's default ones that exist (/etc/inspector/inspector.conf...)",
+    )
+    group.add_argument(
+        "--config-dir",
+        metavar="DIR",
+        action="append",
+        help="a directory whose *.conf files are read, in name order, after the files "
+        "before it (repeatable)",
+    )
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for command in action.choices.values():
+                _config_help(command)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

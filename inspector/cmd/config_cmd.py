@@ -21,7 +21,7 @@ def add_parsers(commands) -> None:
     parser = commands.add_parser("config", help="configuration tools")
     sub = parser.add_subparsers(dest="config_command", required=True, metavar="ACTION")
     sample = sub.add_parser("sample", help="print the sample configuration file")
-    sample.set_defaults(run=run_sample)
+    sample.set_defaults(run=run_sample, reads_config=False)
     check = sub.add_parser(
         "check",
         help="load and validate the configuration, and check it as `inspector ROLE` does "
