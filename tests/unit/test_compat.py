@@ -54,6 +54,12 @@ def write(tmp_path, text: str, name: str = "ironic-inspector.conf") -> list[str]
     return ["--config-file", str(path)]
 
 
+def unread_in(tmp_path, text: str) -> list[str]:
+    """The warnings about what a file of `text` sets that nothing reads."""
+    conf = config.load(write(tmp_path, text))
+    return compat.unread(conf, config.known_options(conf))
+
+
 # ---------------------------------------------------------------- the table
 
 
@@ -277,14 +283,12 @@ policy_file = policy.yaml
 
 
 def test_library_sections_warn_only_about_names_no_library_reads(tmp_path):
-    args = write(
+    warnings = unread_in(
         tmp_path,
         LIBRARY_SECTIONS + "[ironic]\nfoo_bar = 1\nos_region = RegionOne\n"
         "[keystone_authtoken]\nmemcache_server = m:11211\n"
         "[oslo_policy]\npolicy_fiel = policy.yaml\n",
     )
-    conf = config.load(args)
-    warnings = compat.unread(conf, config.known_options(conf))
     assert sorted(w.partition(" (set in")[0] for w in warnings) == [
         "[ironic] foo_bar",
         "[ironic] os_region",
@@ -297,7 +301,7 @@ def test_library_sections_warn_only_about_names_no_library_reads(tmp_path):
 
 
 def test_an_auth_section_is_read_as_keystoneauths(tmp_path):
-    args = write(
+    warnings = unread_in(
         tmp_path,
         "[ironic]\nauth_section = service_user\n"
         "[keystone_authtoken]\nauth_section = middleware_user\n"
@@ -305,8 +309,6 @@ def test_an_auth_section_is_read_as_keystoneauths(tmp_path):
         "username = inspector\nuser_domain_name = Default\nfoo_bar = 1\n"
         "[middleware_user]\nauth_type = password\npassword = hunter2\n",
     )
-    conf = config.load(args)
-    warnings = compat.unread(conf, config.known_options(conf))
     assert [w.partition(" (set in")[0] for w in warnings] == ["[service_user] foo_bar"]
 
 
