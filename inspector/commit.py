@@ -9,6 +9,7 @@ version loses (NodeBusy or Conflict): the worker retries later, the API answers 
 
 import logging
 
+from inspector import request_context
 from inspector.machine import RequestStatus, Transition
 from inspector.store import UNSET, NodeRecord, Store
 from inspector.store.nodes import Unset
@@ -43,9 +44,11 @@ def commit(
         manage_boot=manage_boot,
     )
     committed = store.apply(change, node)
+    # The node once: an API request's context names it on the line already.
+    node = "" if request_context.names_node(node_uuid) else f"node {node_uuid} "
     LOG.info(
-        "[node %s req %s %s] %s -> %s%s",
-        node_uuid,
+        "[%sreq %s %s] %s -> %s%s",
+        node,
         request_id,
         transition.event,
         transition.source,

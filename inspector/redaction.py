@@ -15,15 +15,25 @@ command-line and key=value forms) and adds what it misses:
 * the ramdisk's `logs` (quoted as a key) and any run of 200 base64 characters or more.
 
 A record without any candidate substring is left as it is (a few substring tests).
+
+`mask_secrets` masks, besides, the secrets a caller knows (a database URL's password in
+its driver's message): one of MIN_SECRET_ANYWHERE (8) characters or more wherever it
+appears, a shorter one only as a whole token, neither preceded nor followed by a letter,
+a digit or an underscore. A short password thus never masks a part of the words that
+contain it (the password `p` leaves `port` as it is); a token equal to it is masked
+even where it is something else (the password `1` masks a port `1`).
 """
 
 import logging
 import re
+from collections.abc import Iterable
 
 from oslo_utils import strutils
 
 #: What a masked value becomes.
 MASK = "***"
+#: A known secret this long is masked wherever it appears; a shorter one as a token only.
+MIN_SECRET_ANYWHERE = 8
 #: Characters of data that a message quotes, at most (see shorten).
 MAX_QUOTED = 500
 #: Longest line of an exception's text in a log record; longer ones are cut (a stack
@@ -149,6 +159,20 @@ def mask(text: str) -> str:
     if len(masked) >= MIN_BASE64:
         masked = _BASE64.sub(MASK, masked)
     return text if masked == text else masked
+
+
+def mask_secrets(text: str, secrets: Iterable[str | None]) -> str:
+    """text masked (`mask`), and each of the known `secrets` too: wherever it appears
+    when it has MIN_SECRET_ANYWHERE characters or more, as a whole token when shorter."""
+    masked = mask(text)
+    for secret in secrets:
+        if not secret:
+            continue
+        if len(secret) >= MIN_SECRET_ANYWHERE:
+            masked = masked.replace(secret, MASK)
+        else:
+            masked = re.sub(rf"(?<!\w){re.escape(secret)}(?!\w)", MASK, masked)
+    return masked
 
 
 def _cut(text: str, limit: int, length: int | None = None) -> str:

@@ -63,6 +63,13 @@ def set_node(node_uuid: str) -> None:
         context.resource_uuid = node_uuid
 
 
+def names_node(node_uuid: str) -> bool:
+    """Whether the current request names this node: its log lines show `[node <uuid>] `
+    already (oslo.log's instance_uuid_format), a message need not repeat it."""
+    context = _CURRENT.get()
+    return context is not None and context.resource_uuid == node_uuid
+
+
 def is_global_id(value: str | None) -> bool:
     return value is not None and GLOBAL_ID.fullmatch(value) is not None
 

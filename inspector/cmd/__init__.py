@@ -14,10 +14,6 @@ from inspector.errors import ConfigError, InspectorError
 
 LOG = logging.getLogger(__name__)
 
-CONFIG_HELP = (
-    "oslo.config options, before or after the command: --config-file FILE (repeatable, "
-    "later files win) and --config-dir DIR (every *.conf in it, after the files)"
-)
 #: oslo.config's own command-line options, each with a value.
 CONFIG_OPTIONS = ("--config-file", "--config-dir")
 
@@ -53,26 +49,40 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="inspector",
         description="Highly available bare-metal introspection service (ironic-inspector API v1).",
-        epilog=CONFIG_HELP,
     )
     parser.add_argument("--version", action="version", version=__version__)
-    # Shown in the help; taken out of argv before parsing (config_arguments).
-    parser.add_argument(
-        "--config-file",
-        metavar="FILE",
-        action="append",
-        help="a configuration file (repeatable, later files win)",
-    )
-    parser.add_argument(
-        "--config-dir",
-        metavar="DIR",
-        action="append",
-        help="a directory of *.conf files, read after the files before it",
-    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in (service_cmd, pxe_filter_cmd, db_cmd, config_cmd, status_cmd):
         module.add_parsers(commands)
+    _config_help(parser)
     return parser
+
+
+def _config_help(parser: argparse.ArgumentParser) -> None:
+    """--config-file and --config-dir in the help of parser and of each of its commands
+    (except those that read no configuration: `reads_config` False). Shown only: they are
+    taken out of argv before parsing (config_arguments)."""
+    if parser.get_default("reads_config") is False:
+        return
+    group = parser.add_argument_group("configuration (oslo.config; before or after the command)")
+    group.add_argument(
+        "--config-file",
+        metavar="FILE",
+        action="append",
+        help="a configuration file (repeatable, later files win); without any, "
+        "oslo.config's default ones that exist (/etc/inspector/inspector.conf...)",
+    )
+    group.add_argument(
+        "--config-dir",
+        metavar="DIR",
+        action="append",
+        help="a directory whose *.conf files are read, in name order, after the files "
+        "before it (repeatable)",
+    )
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for command in action.choices.values():
+                _config_help(command)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -82,9 +92,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.run(args, config + rest) or 0)
     except ConfigError as exc:
-        print(f"inspector: {exc.message}", file=sys.stderr)
-        return 2
+        message, status = exc.message, 2
     except InspectorError as exc:
-        LOG.error("%s", exc.message)
-        print(f"inspector: {exc.message}", file=sys.stderr)
-        return 1
+        message, status = exc.message, 1
+    # Out of the except block: oslo.log would add the exception's text to the line again.
+    if status == 1 and not _logs_to_the_console():
+        LOG.error("%s", message)  # a service's log file, journal or syslog keeps it too
+    print(f"inspector: {message}", file=sys.stderr)
+    return status
+
+
+def _logs_to_the_console() -> bool:
+    """Whether the log goes to standard error or output already (a one-shot command's,
+    a service's without a log file, or no set-up yet): the `inspector:` line is enough."""
+    handlers = logging.getLogger().handlers
+    consoles = (sys.stderr, sys.stdout)
+    return not handlers or any(getattr(h, "stream", None) in consoles for h in handlers)

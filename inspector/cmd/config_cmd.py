@@ -1,9 +1,11 @@
 """`inspector config sample|check`: print the sample configuration, or validate one (per
 service role, with the checks the roles run at start-up: inspector.cmd.roles)."""
 
+import contextlib
 import io
 import logging
 import sys
+from collections.abc import Iterator
 
 from oslo_config import cfg, generator
 
@@ -19,7 +21,7 @@ def add_parsers(commands) -> None:
     parser = commands.add_parser("config", help="configuration tools")
     sub = parser.add_subparsers(dest="config_command", required=True, metavar="ACTION")
     sample = sub.add_parser("sample", help="print the sample configuration file")
-    sample.set_defaults(run=run_sample)
+    sample.set_defaults(run=run_sample, reads_config=False)
     check = sub.add_parser(
         "check",
         help="load and validate the configuration, and check it as `inspector ROLE` does "
@@ -59,7 +61,8 @@ def run_check(args, rest) -> int:
     conf = config.load(rest, conf=roles.build(role or "api"))
     # The logging options too: oslo.log sets up what they say (on standard error).
     setup_logging(conf, command=True)
-    verdicts = [roles.check(conf, each) for each in ([role] if role else roles.ROLES)]
+    with _said_once():  # the roles' checks share their warnings (the embedded SQLite...)
+        verdicts = [roles.check(conf, each) for each in ([role] if role else roles.ROLES)]
     for note in verdicts[0].taken:
         print(note)
     for warning in verdicts[0].unread:
@@ -81,3 +84,23 @@ def run_check(args, rest) -> int:
 
 def _indent(text: str) -> str:
     return text.replace("\n", "\n  ")
+
+
+@contextlib.contextmanager
+def _said_once() -> Iterator[None]:
+    """Within the block, a warning the checks of several roles log alike is logged once
+    (by every handler: the first record of each text passes them all)."""
+    first: dict[tuple[str, int, str], logging.LogRecord] = {}
+
+    def first_time(record: logging.LogRecord) -> bool:
+        key = (record.name, record.levelno, record.getMessage())
+        return first.setdefault(key, record) is record
+
+    handlers = logging.getLogger().handlers
+    for handler in handlers:
+        handler.addFilter(first_time)
+    try:
+        yield
+    finally:
+        for handler in handlers:
+            handler.removeFilter(first_time)

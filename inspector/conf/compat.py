@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from oslo_config import cfg
 
 from inspector import redaction
+from inspector.conf import libraries
 from inspector.conf.fates import (
     FATES,
     HONOURED,
@@ -216,26 +217,49 @@ def config_files(conf: cfg.ConfigOpts) -> list[str]:
     return files
 
 
-def set_in_files(conf: cfg.ConfigOpts) -> dict[tuple[str, str], str]:
-    """(group, option) -> the last file that sets it, for every option of every file."""
-    found: dict[tuple[str, str], str] = {}
+def _sections(conf: cfg.ConfigOpts) -> list[tuple[str, dict[str, dict[str, list[str]]]]]:
+    """(path, its sections as parsed) of every file oslo.config read."""
+    parsed = []
     for path in config_files(conf):
         sections: dict[str, dict[str, list[str]]] = {}
         try:
             cfg.ConfigParser(path, sections).parse()
         except (OSError, cfg.ParseError):
             continue  # oslo.config already said so, or read it
+        parsed.append((path, sections))
+    return parsed
+
+
+def set_in_files(conf: cfg.ConfigOpts) -> dict[tuple[str, str], str]:
+    """(group, option) -> the last file that sets it, for every option of every file."""
+    found: dict[tuple[str, str], str] = {}
+    for path, sections in _sections(conf):
         for header, values in sections.items():
             for key in values:
                 found[section(header), key.replace("-", "_")] = path
     return found
 
 
+def auth_sections(conf: cfg.ConfigOpts) -> set[str]:
+    """The sections an `auth_section` of [ironic] or [keystone_authtoken] names (the last
+    file's value wins): keystoneauth reads its auth options there."""
+    named: dict[str, str] = {}
+    for _path, sections in _sections(conf):
+        for header, values in sections.items():
+            group = section(header)
+            if group in libraries.AUTH_SECTION_OWNERS and values.get("auth_section"):
+                named[group] = values["auth_section"][-1].strip()
+    return {section(name) for name in named.values() if name}
+
+
 def unread(conf: cfg.ConfigOpts, known: Known) -> list[str]:
     """A warning for each option set in a file that Inspector does not read: an
     ironic-inspector option it ignores (saying why), or one nobody knows (a typo?)."""
+    auth = auth_sections(conf)
     found = (
-        warning(group, name, path, known) for (group, name), path in set_in_files(conf).items()
+        warning(group, name, path, known)
+        for (group, name), path in set_in_files(conf).items()
+        if not (group in auth and libraries.reads_auth(name))
     )
     return [each for each in found if each]
 
@@ -246,10 +270,13 @@ def warning(group: str, name: str, path: str, known: Known) -> str | None:
         return None
     found = fate(group, name, known)
     if found is None:
-        return (
-            f"[{group}] {name} (set in {path}) is not an option of Inspector nor of "
-            "ironic-inspector 12.5: ignored"
+        reader = libraries.reader(group)
+        nor = (
+            f", of ironic-inspector 12.5 nor of {reader}"
+            if reader
+            else (" nor of ironic-inspector 12.5")
         )
+        return f"[{group}] {name} (set in {path}) is not an option of Inspector{nor}: ignored"
     if found.kind == IGNORED:
         return f"[{group}] {name} (set in {path}) is ironic-inspector's and ignored: {found.text}"
     return None

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 
 from oslo_config import cfg
 
-from inspector.conf import database
+from inspector.conf import database, libraries
 
 HONOURED = "honoured"
 MAPPED = "mapped"
@@ -217,7 +217,8 @@ NOTES: dict[tuple[str, str], str] = {
 
 def fate(group: str, name: str, known: "Known") -> Fate | None:
     """What Inspector does with ironic-inspector's option [group] name (its name or one
-    of its old names); None when nothing here knows it."""
+    of its old names); None when nothing here knows it (nor the library that reads the
+    group, for the groups a library reads whole: inspector.conf.libraries)."""
     name = name.replace("-", "_")
     explicit = FATES.get((group, name))
     if explicit is not None:
@@ -228,7 +229,10 @@ def fate(group: str, name: str, known: "Known") -> Fate | None:
     if ours is not None:
         note = NOTES.get((group, name))
         return Fate(MAPPED, f"read as [{ours[0]}] {ours[1]}" + (f", {note}" if note else ""))
-    return GROUP_FATES.get(group)
+    found = GROUP_FATES.get(group)
+    if found is not None and found.kind == HONOURED and not libraries.reads(group, name):
+        return None  # a library reads the section, but not this name
+    return found
 
 
 #: (group, name) of an option (its name, or an old name) -> the option's (group, name).

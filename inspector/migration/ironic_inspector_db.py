@@ -26,7 +26,7 @@ from sqlalchemy import (
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Connection, Engine
 
-from inspector import errors
+from inspector import errors, redaction
 from inspector.store import engine as engines
 
 #: ironic-inspector's alembic revisions, oldest first. The last ("Added 'scope' column to
@@ -293,5 +293,4 @@ def _reason(error: sa_exc.SQLAlchemyError, engine: Engine) -> str:
     original = getattr(error, "orig", None)
     text = str(original if original is not None else error).strip()
     reason = text.splitlines()[0] if text else type(error).__name__
-    password = engine.url.password
-    return reason.replace(str(password), "***") if password else reason
+    return redaction.mask_secrets(reason, [engine.url.password])

@@ -20,7 +20,7 @@ from oslo_config import cfg
 from sqlalchemy import event, exc
 from sqlalchemy.engine import URL, Engine, make_url
 
-from inspector import errors
+from inspector import errors, redaction
 from inspector.conf import database as database_opts
 
 LOG = logging.getLogger(__name__)
@@ -309,6 +309,4 @@ def _reason(error: exc.SQLAlchemyError, url: URL) -> str:
     original = getattr(error, "orig", None)
     text = str(original if original is not None else error).strip()
     reason = text.splitlines()[0] if text else type(error).__name__
-    if url.password:
-        reason = reason.replace(str(url.password), "***")
-    return reason
+    return redaction.mask_secrets(reason, [url.password])

@@ -250,10 +250,12 @@ class Handler:
             )
             self._after_task(request, transition)
             return outcomes.RESUMED
-        self._log(request, logging.INFO, "applied (by the API, or by a worker that died): its task")
+        applied = "applied before (by the API, or by a worker that died)"
         if not self.tasks.has_work(transition):
+            self._log(request, logging.INFO, "%s, with no task to run: done", applied)
             self.store.finish_request(request.request_id)
             return outcomes.RESUMED
+        self._log(request, logging.INFO, "%s: running its %s task now", applied, transition.task)
         ran = self._run(node, request, transition) == outcomes.APPLIED
         return outcomes.RESUMED if ran else outcomes.FAILED
 

@@ -109,3 +109,32 @@ def test_every_command_reads_the_files_wherever_they_are(tmp_path, capsys, comma
     err = capsys.readouterr().err
     assert f"configuration file not found: {tmp_path / 'missing.conf'}" in err
     assert "usage:" not in err
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        *(
+            [word for word in command if not word.startswith("-") and "/" not in word]
+            for command in COMMANDS
+        ),
+        ["pxe-filter"],
+        ["db"],
+        ["config"],
+        ["firewall"],
+        [],
+    ],
+    ids=lambda words: " ".join(words) or "inspector",
+)
+def test_every_commands_help_names_the_configuration_options(capsys, words):
+    with pytest.raises(SystemExit) as exited:
+        cmd.main([*words, "--help"])
+    assert exited.value.code == 0
+    usage = capsys.readouterr().out
+    assert "--config-file FILE" in usage and "--config-dir DIR" in usage, usage
+
+
+def test_the_sample_reads_no_configuration_and_its_help_says_none(capsys):
+    with pytest.raises(SystemExit):
+        cmd.main(["config", "sample", "--help"])
+    assert "--config-file" not in capsys.readouterr().out

@@ -13,7 +13,7 @@ import pytest
 
 from inspector import conf as config
 from inspector.cmd import roles
-from inspector.conf import compat
+from inspector.conf import compat, fates, libraries
 
 ROOT = pathlib.Path(__file__).parents[2]
 UPSTREAM = ROOT / "tests" / "fixtures" / "upstream" / "ironic-inspector-12.5-options.txt"
@@ -52,6 +52,12 @@ def write(tmp_path, text: str, name: str = "ironic-inspector.conf") -> list[str]
     path = tmp_path / name
     path.write_text(text)
     return ["--config-file", str(path)]
+
+
+def unread_in(tmp_path, text: str) -> list[str]:
+    """The warnings about what a file of `text` sets that nothing reads."""
+    conf = config.load(write(tmp_path, text))
+    return compat.unread(conf, config.known_options(conf))
 
 
 # ---------------------------------------------------------------- the table
@@ -244,6 +250,79 @@ def test_options_nothing_reads_are_warned_about_with_their_file(tmp_path):
     assert len(warnings) == 6, warnings
     for read in ("listen_port", "introspection_delay", "ssl =", "auth_url", "project_name"):
         assert read not in text
+
+
+#: Every name a library reads in its section, old names and auth plugins' options too.
+LIBRARY_SECTIONS = """
+[ironic]
+auth_type = password
+auth_url = http://keystone/v3
+username = inspector
+password = hunter2
+project_name = service
+user_domain_name = Default
+project_domain_name = Default
+tenant_name = service
+user_name = inspector
+auth_plugin = password
+application_credential_secret = s3cret
+region_name = RegionOne
+valid_interfaces = internal
+insecure = false
+max_retries = 3
+[keystone_authtoken]
+auth_type = v3password
+www_authenticate_uri = http://keystone:5000
+memcache_servers = memcached:11211
+username = inspector
+user_domain_id = default
+auth_url = http://keystone/v3
+[oslo_policy]
+policy_file = policy.yaml
+"""
+
+
+def test_library_sections_warn_only_about_names_no_library_reads(tmp_path):
+    warnings = unread_in(
+        tmp_path,
+        LIBRARY_SECTIONS + "[ironic]\nfoo_bar = 1\nos_region = RegionOne\n"
+        "[keystone_authtoken]\nmemcache_server = m:11211\n"
+        "[oslo_policy]\npolicy_fiel = policy.yaml\n",
+    )
+    assert sorted(w.partition(" (set in")[0] for w in warnings) == [
+        "[ironic] foo_bar",
+        "[ironic] os_region",
+        "[keystone_authtoken] memcache_server",
+        "[oslo_policy] policy_fiel",
+    ]
+    assert all(" is not an option of Inspector" in w for w in warnings)
+    [foo] = [w for w in warnings if "foo_bar" in w]
+    assert "of ironic-inspector 12.5 nor of keystoneauth: ignored" in foo
+
+
+def test_an_auth_section_is_read_as_keystoneauths(tmp_path):
+    warnings = unread_in(
+        tmp_path,
+        "[ironic]\nauth_section = service_user\n"
+        "[keystone_authtoken]\nauth_section = middleware_user\n"
+        "[service_user]\nauth_type = password\nauth_url = http://keystone/v3\n"
+        "username = inspector\nuser_domain_name = Default\nfoo_bar = 1\n"
+        "[middleware_user]\nauth_type = password\npassword = hunter2\n",
+    )
+    assert [w.partition(" (set in")[0] for w in warnings] == ["[service_user] foo_bar"]
+
+
+def test_listing_the_auth_plugins_logs_nothing_of_those_that_do_not_load(caplog, monkeypatch):
+    """This environment's SAML plugins do not load (lxml): a listing says nothing of it."""
+    monkeypatch.setattr(libraries, "_auth_names", libraries._auth_names.__wrapped__)
+    with caplog.at_level(logging.INFO):
+        assert libraries.reads_auth("password") and libraries.reads_auth("user-domain-name")
+    assert not caplog.records
+
+
+def test_every_section_a_library_reads_whole_has_a_reader():
+    honoured = {group for group, found in fates.GROUP_FATES.items() if found.kind == "honoured"}
+    assert honoured == set(libraries.READERS)
 
 
 def test_a_config_dir_is_read_too(tmp_path):

@@ -362,6 +362,26 @@ def test_the_late_follow_up_is_logged_once(handler, store, coordinator, queue, t
     assert "applying finish now" in said[0].getMessage()
 
 
+@pytest.mark.parametrize(
+    ("event", "target", "said"),
+    [
+        ("continue", "processing", ": running its process task now"),
+        ("abort", "error", ", with no task to run: done"),
+    ],
+)
+def test_a_request_applied_before_says_what_the_worker_does(
+    handler, store, caplog, event, target, said
+):
+    deliver(handler, "inspect")
+    _crash_after_commit(store, event, "waiting", target, "r2")
+    with caplog.at_level(logging.INFO, logger=handler_module.__name__):
+        assert deliver(handler, event, request_id="r2").outcome == "ack"
+    [line] = [r.getMessage() for r in caplog.records if "by the API" in r.getMessage()]
+    assert line == (
+        f"[node {NODE} req r2 {event}] applied before (by the API, or by a worker that died)" + said
+    )
+
+
 def test_the_late_follow_up_is_enqueued_when_it_cannot_be_applied_now(
     store, coordinator, queue, tasks
 ):

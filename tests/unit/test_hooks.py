@@ -488,6 +488,43 @@ def test_scheduler_missing_data_is_named(conf, path, named):
         process(conf, data, "scheduler")
 
 
+@pytest.mark.parametrize(
+    ("path", "value", "said"),
+    [
+        (("cpu", "count"), "many", "invalid: cpus (inventory.cpu.count is a str, "),
+        (("cpu", "count"), 0, "invalid: cpus (inventory.cpu.count is 0, "),
+        (("cpu", "count"), [4], "invalid: cpus (inventory.cpu.count is a list, "),
+        (("memory", "physical_mb"), "lots", "invalid: memory_mb (inventory.memory.physical_mb "),
+    ],
+)
+def test_scheduler_data_present_but_unusable_is_invalid_not_missing(conf, path, value, said):
+    data = payload("4nic")
+    place = data["inventory"]
+    for key in path[:-1]:
+        place = place[key]
+    place[path[-1]] = value
+    if path[0] == "memory":
+        place.pop("total", None)
+    with pytest.raises(ProcessingError) as failed:
+        process(conf, data, "scheduler")
+    assert said in failed.value.message
+    assert "missing" not in failed.value.message
+    assert "not a positive integer" in failed.value.message
+
+
+def test_scheduler_names_what_is_missing_and_what_is_invalid(conf):
+    data = payload("4nic")
+    data["inventory"]["cpu"]["count"] = "many"
+    del data["inventory"]["cpu"]["architecture"]
+    with pytest.raises(ProcessingError) as failed:
+        process(conf, data, "scheduler")
+    assert failed.value.message == (
+        "The following required parameters are missing: cpu_arch "
+        "(inventory.cpu.architecture); invalid: cpus (inventory.cpu.count is a str, not a "
+        "positive integer)"
+    )
+
+
 # ------------------------------------------------------------------ validate_interfaces
 
 

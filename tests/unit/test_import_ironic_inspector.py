@@ -462,6 +462,13 @@ def test_a_database_that_is_not_ironic_inspectors(tmp_path, target):
     assert not (tmp_path / "missing.sqlite").exists()
 
 
+def test_a_short_password_is_not_masked_inside_the_drivers_words():
+    with pytest.raises(SourceUnusable) as refused:
+        Source("postgresql://u:p@127.0.0.1:1/x")
+    assert "postgresql://u:***@127.0.0.1:1/x" in refused.value.message
+    assert "port 1" in refused.value.message and "***ort" not in refused.value.message
+
+
 def _fingerprint(directory: pathlib.Path) -> dict[str, str]:
     """Every file of the directory and the sha256 of its bytes."""
     return {

@@ -94,6 +94,36 @@ def test_url_passwords_are_masked(url, kept):
     assert "unavailable: timed out" in masked
 
 
+@pytest.mark.parametrize(
+    ("secret", "text", "expected"),
+    [
+        # A short secret: only a whole token is masked, never a part of a word.
+        (
+            "p",
+            'connection to server at "127.0.0.1", port 1 failed: password p for u',
+            'connection to server at "127.0.0.1", port 1 failed: password *** for u',
+        ),
+        ("abc", "abcdef abc x-abc abc_d (abc)", "abcdef *** x-*** abc_d (***)"),
+        ("a.b", "axb a.b", "axb ***"),
+        ("1234567", "x1234567 1234567", "x1234567 ***"),
+        # 8 characters or more: wherever it appears.
+        ("12345678", "x12345678y 12345678", "x***y ***"),
+        (SECRET, f"user 'u'{SECRET}: failed", "user 'u'***: failed"),
+        # Nothing to mask.
+        ("", "port 1", "port 1"),
+    ],
+)
+def test_known_secrets_are_masked_as_tokens_or_anywhere_when_long(secret, text, expected):
+    assert redaction.mask_secrets(text, [secret]) == expected
+
+
+def test_known_secrets_and_url_passwords_together():
+    text = 'postgresql://u:p@127.0.0.1:1/x: connection to server at "127.0.0.1", port 1 failed'
+    assert redaction.mask_secrets(text, ["p", None]) == (
+        'postgresql://u:***@127.0.0.1:1/x: connection to server at "127.0.0.1", port 1 failed'
+    )
+
+
 def test_urls_without_credentials_and_authorization_headers():
     assert redaction.mask("GET http://127.0.0.1:6385/v1/nodes/x?fields=a") == (
         "GET http://127.0.0.1:6385/v1/nodes/x?fields=a"

@@ -161,6 +161,9 @@ def test_the_api_log_lines_of_a_request_show_its_ids_and_node(
     # oslo.log's logging_context_format_string: [global own user project domain
     # system_scope user_domain project_domain] and the node as instance_uuid_format says.
     assert f"[{sent} {own} - - - all - -] [node {node.uuid}] " in started
+    # Named once: the commit's own prefix leaves the node to the context's.
+    assert started.count(node.uuid) == 1, started
+    assert f"[node {node.uuid}] [req " in started
     [outside] = [line for line in lines if "outside any request" in line]
     assert f"{sent}" not in outside and "[-]" in outside
 
@@ -236,6 +239,13 @@ def test_the_worker_logs_and_calls_ironic_under_the_global_id(
     for record in mine:
         assert record.context.global_request_id == sent, record.getMessage()
         assert record.context.request_id == request.request_id
+    # The worker's context names no node: its commit lines do.
+    commits = [
+        r.getMessage()
+        for r in recorder.records
+        if r.name == "inspector.commit" and not r.getMessage().endswith("(API)")
+    ]
+    assert commits and all(m.startswith(f"[node {node.uuid} req ") for m in commits), commits
     assert request_context.current() is None
 
 

@@ -99,25 +99,35 @@ def _local_gb(root_disk: Any, context: ProcessingContext) -> int:
 class SchedulerHook(ProcessingHook):
     """cpus, cpu_arch and memory_mb for the Nova scheduler, from the inventory."""
 
+    #: Where each value comes from, as a failure names it.
+    SOURCES = {
+        "cpus": "inventory.cpu.count",
+        "cpu_arch": "inventory.cpu.architecture",
+        "memory_mb": "inventory.memory.physical_mb or total",
+    }
+
     def before_update(self, context: ProcessingContext) -> None:
         found = inventory(context.data)
         cpu = found.get("cpu") if isinstance(found.get("cpu"), dict) else {}
         memory = found.get("memory") if isinstance(found.get("memory"), dict) else {}
+        cpus, bad_cpus = _positive(cpu, "count", "inventory.cpu.count")
+        memory_mb, bad_memory = _memory_mb(memory)
         values = {
-            "cpus": _positive_int(cpu.get("count")),
+            "cpus": cpus,
             "cpu_arch": str(cpu["architecture"]) if cpu.get("architecture") else None,
-            "memory_mb": _memory_mb(memory),
+            "memory_mb": memory_mb,
         }
-        missing = {
-            "cpus": "inventory.cpu.count",
-            "cpu_arch": "inventory.cpu.architecture",
-            "memory_mb": "inventory.memory.physical_mb or total",
-        }
-        absent = [f"{key} ({missing[key]})" for key, value in values.items() if not value]
-        if absent:
-            raise ProcessingError(
-                f"The following required parameters are missing: {', '.join(absent)}"
-            )
+        invalid = {key: why for key, why in (("cpus", bad_cpus), ("memory_mb", bad_memory)) if why}
+        absent = [
+            f"{key} ({self.SOURCES[key]})"
+            for key, value in values.items()
+            if not value and key not in invalid
+        ]
+        said = [f"missing: {', '.join(absent)}"] if absent else []
+        if invalid:
+            said.append(f"invalid: {', '.join(f'{key} ({why})' for key, why in invalid.items())}")
+        if said:
+            raise ProcessingError(f"The following required parameters are {'; '.join(said)}")
         for key, value in values.items():
             context.data[key] = value
             context.set_property(key, str(value))
@@ -131,12 +141,28 @@ def _positive_int(value: Any) -> int | None:
     return number if number > 0 else None
 
 
-def _memory_mb(memory: dict[str, Any]) -> int | None:
-    physical = _positive_int(memory.get("physical_mb"))
+def _positive(section: dict[str, Any], key: str, where: str) -> tuple[int | None, str | None]:
+    """section[key] as a positive integer (or None), and why not when it is there but is
+    not one: its value when a number, else its type (the data is not quoted)."""
+    value = section.get(key)
+    number = _positive_int(value)
+    if value is None or number is not None:
+        return number, None
+    number_like = isinstance(value, int | float) and not isinstance(value, bool)
+    shown = value if number_like else f"a {type(value).__name__}"
+    return None, f"{where} is {shown}, not a positive integer"
+
+
+def _memory_mb(memory: dict[str, Any]) -> tuple[int | None, str | None]:
+    physical, bad_physical = _positive(memory, "physical_mb", "inventory.memory.physical_mb")
     if physical:
-        return physical
-    total = _positive_int(memory.get("total"))
-    return total // MiB if total else None
+        return physical, None
+    total, bad_total = _positive(memory, "total", "inventory.memory.total")
+    if total and total >= MiB:
+        return total // MiB, None
+    if total:
+        bad_total = f"inventory.memory.total is {total}, less than 1 MiB"
+    return None, ", ".join(why for why in (bad_physical, bad_total) if why) or None
 
 
 class ValidateInterfacesHook(ProcessingHook):
