@@ -52,7 +52,8 @@ def unsupported(url: str) -> str | None:
         module, extra = library
         return (
             f"[coordination] backend_url = {scheme}://... needs the Python package "
-            f"{module}: pip install 'ironic-ha-inspector[{extra}]'"
+            f"{module}: install Inspector with its '{extra}' extra (pip install "
+            f"'.[{extra}]' in a checkout, or 'ironic-ha-inspector[{extra}]' from its wheel)"
         )
     return None
 

@@ -111,7 +111,8 @@ def test_a_missing_client_library_names_the_extra(monkeypatch, tmp_path, url, mo
     with pytest.raises(ConfigError) as refused:
         connect(url, "member")
     assert f"needs the Python package {module}" in refused.value.message
-    assert f"pip install 'ironic-ha-inspector[{extra}]'" in refused.value.message
+    assert f"pip install '.[{extra}]' in a checkout" in refused.value.message
+    assert f"'ironic-ha-inspector[{extra}]' from its wheel" in refused.value.message
     conf = load(tmp_path, url, single_host="true")
     with pytest.raises(ConfigError, match=f"ironic-ha-inspector\\[{extra}\\]"):
         wiring.check_shared_backends(conf, "worker")

@@ -6,7 +6,7 @@ its TTL, since the lock's heartbeat says True even once the lease had expired. G
 are keys under a lease too.
 Options: lock_timeout and membership_timeout, set from [coordination] lease_timeout
 unless the URL sets them.
-Requires: etcd3gw (`pip install 'ironic-ha-inspector[etcd]'`).
+Requires: etcd3gw (Inspector's `etcd` extra).
 """
 
 from inspector.coordination.drivers.common import ToozCoordinator, ToozLease

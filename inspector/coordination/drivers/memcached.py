@@ -8,7 +8,7 @@ restarts): no HA, so `inspector api` and `inspector worker` accept it only with
 [coordination] single_host.
 Options: lock_timeout and membership_timeout, set from [coordination] lease_timeout
 plus MEMCACHED_EXPIRY_SLACK unless the URL sets them.
-Requires: pymemcache (`pip install 'ironic-ha-inspector[memcached]'`).
+Requires: pymemcache (Inspector's `memcached` extra).
 """
 
 import logging

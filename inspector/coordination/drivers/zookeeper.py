@@ -8,7 +8,7 @@ waited for CALL_TIMEOUT, and calls are refused while kazoo is disconnected.
 Options: timeout (the session's), set from [coordination] lease_timeout unless the URL
 sets it; the server bounds it by its minSessionTimeout and maxSessionTimeout (by
 default 2 and 20 ticks: 4 s and 40 s).
-Requires: kazoo (`pip install 'ironic-ha-inspector[zookeeper]'`).
+Requires: kazoo (Inspector's `zookeeper` extra).
 """
 
 import contextlib
