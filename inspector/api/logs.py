@@ -111,10 +111,18 @@ def _redact_formatter(handler: logging.Handler) -> None:
 
 
 def _log_thread_exception(args: threading.ExceptHookArgs) -> None:
+    """Log what escaped a thread under the logger of the innermost of our modules it went
+    through (what failed), else under the product's."""
     if issubclass(args.exc_type, SystemExit):
         return
     name = args.thread.name if args.thread is not None else "a thread"
-    logging.getLogger(__name__).error(
+    failed, frame = PRODUCT, args.exc_traceback
+    while frame is not None:
+        module = frame.tb_frame.f_globals.get("__name__", "")
+        if module.startswith(PRODUCT + "."):
+            failed = module
+        frame = frame.tb_next
+    logging.getLogger(failed).error(
         "Uncaught exception in %s",
         name,
         exc_info=(args.exc_type, args.exc_value, args.exc_traceback),

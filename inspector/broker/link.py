@@ -82,6 +82,14 @@ class Link:
         count = getattr(self.declare(name), "message_count", None)
         return None if count is None else int(count)
 
+    def in_flight(self) -> int | None:
+        """Redis: messages delivered to a consumer and not settled yet (kombu keeps them
+        aside, in the hash `<queue>.unacked`, until acked or restored); None elsewhere."""
+        if not self.transport.has_visibility_timeout:
+            return None
+        with self._channel.conn_or_acquire() as client:
+            return int(client.hlen(self._channel.unacked_key))
+
     def publish(self, name: str, body: str | bytes) -> None:
         if name not in self._declared:
             self.declare(name)

@@ -135,6 +135,14 @@ class WorkQueue:
         ]
         return None if None in counts else sum(counts)
 
+    def in_flight(self) -> int | None:
+        """Requests delivered to a worker and not settled yet, of both lanes (those of a
+        worker that died too, until they come back); None when the broker does not say
+        (RabbitMQ keeps the count to itself; the in-process queue has none elsewhere)."""
+        if not self._links.transport.has_visibility_timeout:
+            return None
+        return self._links.run("count the unacknowledged of", lambda link: link.in_flight())
+
     def purge(self) -> int:
         """Drop every waiting message of both lanes; how many there were."""
         return sum(

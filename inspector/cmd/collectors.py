@@ -26,6 +26,11 @@ PERFORMANCE, STATUS = 0, 1
 BUILT_IN = "B"
 #: The singleton kinds whose groups and leaders are reported.
 SINGLETONS = ("periodic", "firewall", "notifications")
+#: The singletons' line with the in-process DLM: `inspector all` leads them all itself.
+ONE_PROCESS = (
+    "one process (in-process DLM): `inspector all` leads every singleton itself; "
+    "whether it runs: see periodic"
+)
 
 
 @dataclasses.dataclass
@@ -72,14 +77,32 @@ def nodes(census: Census) -> Report:
     return Report("nodes", PERFORMANCE, {"by_state": counts, "active": active})
 
 
-def queue(depth: int | None, problem: str | None) -> Report:
+def queue(
+    depth: int | None, problem: str | None, in_flight: int | None = None, *, unmeasurable: str = ""
+) -> Report:
+    """The queue answers; its depth (requests waiting) and, where the broker tells them
+    apart (Redis), its requests in flight (delivered, not acknowledged yet). A depth that
+    cannot be known from here (`unmeasurable` says why) is not reported."""
     if problem is not None:
         return Report("queue", STATUS, {"status": status(OPERATOR, problem)})
-    return Report("queue", STATUS, {"status": status(OK), "depth": depth})
+    if unmeasurable:
+        message = f"depth not measurable ({unmeasurable})"
+        return Report("queue", STATUS, {"status": status(OK, message), "depth": None})
+    data = {"status": status(OK), "depth": depth}
+    if in_flight is not None:
+        data["in_flight"] = in_flight
+    return Report("queue", STATUS, data)
 
 
-def singletons(census: Census, members: dict[str, list[str]] | None, problem: str | None) -> Report:
-    """Members of each singleton group, and whether its leader is one of them."""
+def singletons(
+    census: Census,
+    members: dict[str, list[str]] | None,
+    problem: str | None,
+    *,
+    one_process: bool = False,
+) -> Report:
+    """Members of each singleton group, and whether its leader is one of them; with the
+    in-process DLM (`one_process`), `inspector all` is every group: nothing to check."""
     data: dict[str, Any] = {"groups": {}}
     worst, messages = OK, []
     for kind in SINGLETONS:
@@ -98,7 +121,9 @@ def singletons(census: Census, members: dict[str, list[str]] | None, problem: st
         elif group and leader is not None and leader[0] not in group:
             worst = max(worst, FIXING)
             messages.append(f"{kind}: the recorded leader {leader[0]} left; re-electing")
-    if members is None:
+    if members is None and one_process:
+        worst, messages = OK, [ONE_PROCESS]
+    elif members is None:
         worst, messages = UNKNOWN, [f"cannot read the groups: {problem}"]
     data["status"] = status(worst, "; ".join(messages))
     return Report("singletons", STATUS, data, category="cluster")
@@ -134,8 +159,14 @@ def notifications(census: Census) -> Report:
     return Report("notifications", STATUS, {"status": status(code, message), "pending": pending})
 
 
-def firewall(statuses: list[dict] | None, problem: str | None) -> Report:
-    """Per host: PXE open or closed; at most one may be open."""
+def firewall(
+    statuses: list[dict] | None, problem: str | None, *, not_applicable: str = ""
+) -> Report:
+    """Per host: PXE open or closed; at most one may be open. Without answers, ok when
+    there is nothing to check (`not_applicable` says why), else unknown."""
+    if statuses is None and not_applicable:
+        message = f"not applicable: {not_applicable}"
+        return Report("firewall", STATUS, {"status": status(OK, message), "hosts": []})
     if statuses is None:
         return Report(
             "firewall", STATUS, {"status": status(UNKNOWN, problem or "no answer"), "hosts": []}
@@ -157,7 +188,7 @@ def gather(
     conf: cfg.ConfigOpts,
     db: Store,
     *,
-    queue_depth: Callable[[], int | None],
+    queue_depth: Callable[[], tuple[int | None, int | None]],
     firewall_statuses: Callable[[], list[dict] | None],
 ) -> list[Report]:
     """Every collector's report; a backend that fails makes its reports say so."""
@@ -168,29 +199,50 @@ def gather(
     except InspectorError as exc:
         problem = exc.message
     reports = [database(census, problem)]
-    try:
-        reports.append(queue(queue_depth(), None))
-    except InspectorError as exc:
-        reports.append(queue(None, exc.message))
+    if _in_process(conf.queue.transport_url):
+        # Inside `inspector all`: a queue made here would be a new, empty one.
+        reports.append(queue(None, None, unmeasurable="in-process queue"))
+    else:
+        try:
+            depth, in_flight = queue_depth()
+            reports.append(queue(depth, None, in_flight))
+        except InspectorError as exc:
+            reports.append(queue(None, exc.message))
     if census is not None:
         members, group_problem = _members(conf)
+        one_process = _in_process(conf.coordination.backend_url)
         reports += [
             nodes(census),
-            singletons(census, members, group_problem),
+            singletons(census, members, group_problem, one_process=one_process),
             periodic(census, clean_up.periods(conf), conf.coordination.lease_timeout, now),
             notifications(census),
         ]
+    moot = _firewall_moot(conf)
     try:
-        reports.append(firewall(firewall_statuses(), None))
+        reports.append(firewall(firewall_statuses(), None, not_applicable=moot))
     except InspectorError as exc:
-        reports.append(firewall(None, exc.message))
+        reports.append(firewall(None, exc.message, not_applicable=moot))
     return reports
+
+
+def _in_process(url: str) -> bool:
+    """A memory:// queue or DLM: valid in `inspector all` only, which it lives inside."""
+    return url.startswith("memory:")
+
+
+def _firewall_moot(conf: cfg.ConfigOpts) -> str:
+    """Why there is no PXE firewall to check, if there is none: "" when there is."""
+    if conf.pxe_filter.driver == "noop":
+        return "noop PXE driver"
+    if _in_process(conf.coordination.backend_url):
+        return "one process (in-process DLM), its PXE service not visible from here"
+    return ""
 
 
 def _members(conf: cfg.ConfigOpts) -> tuple[dict[str, list[str]] | None, str | None]:
     url = conf.coordination.backend_url
-    if url.startswith("memory:"):
-        return None, "in-process DLM: the groups live inside `inspector all`"
+    if _in_process(url):
+        return None, None  # the groups live inside `inspector all`: one process
     dlm = coordination.connect(
         url,
         f"status-{time.time_ns()}",
@@ -228,8 +280,9 @@ def summary(reports: list[Report]) -> str:
             lines.append(f"{report.name:14} {counts or 'none'}")
         else:
             lines.append(f"{report.name:14} {data}")
-        if report.name == "queue" and "depth" in data:
-            lines[-1] += f" (depth {data['depth']})"
+        if report.name == "queue" and data.get("depth") is not None:
+            flying = f", {data['in_flight']} in flight" if "in_flight" in data else ""
+            lines[-1] += f" (depth {data['depth']}{flying})"
         if report.name == "singletons":
             for kind, entry in data["groups"].items():
                 leader = entry["leader"]

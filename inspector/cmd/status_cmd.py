@@ -114,7 +114,7 @@ def _firewall_statuses(conf: cfg.ConfigOpts, wait: float) -> list[Status] | None
     if channel is None or isinstance(channel, channels.LocalChannel):
         raise InspectorError(
             "no channel to ask the workers (an in-process or Redis queue without "
-            "[firewall] channel_url)"
+            "[firewall] channel_url: set it to check their PXE firewalls)"
         )
     statuses = ask(channel, wait)
     if not statuses:
@@ -122,7 +122,8 @@ def _firewall_statuses(conf: cfg.ConfigOpts, wait: float) -> list[Status] | None
     return statuses
 
 
-def _queue_depth(conf: cfg.ConfigOpts) -> int | None:
+def _queue_depth(conf: cfg.ConfigOpts) -> tuple[int | None, int | None]:
+    """The work queue's (depth, requests in flight); see WorkQueue.in_flight."""
     queue = WorkQueue(
         conf.queue.transport_url,
         conf.queue.queue_name,
@@ -131,7 +132,7 @@ def _queue_depth(conf: cfg.ConfigOpts) -> int | None:
         tls=Tls.from_conf(conf),
     )
     try:
-        return queue.depth()
+        return queue.depth(), queue.in_flight()
     finally:
         queue.close()
 

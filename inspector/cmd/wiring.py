@@ -307,7 +307,7 @@ def running_pool(conf: cfg.ConfigOpts, lifecycle: Lifecycle, backends: Backends)
             faults=faults,
         )
         elections = Elections(conf, coordinator, db, lifecycle, budget, stack)
-        cleanup = CleanUp(db, queue, ironic, conf).tasks()
+        cleanup = faults.periodic(CleanUp(db, queue, ironic, conf).tasks())
         elections.make(runner.KIND, runner.Runner(db, cleanup, budget)).start()
         if conf.notifications.drivers:
             elections.make(sender.KIND, notification_sender(conf, db, budget)).start()

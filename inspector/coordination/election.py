@@ -17,6 +17,7 @@ term can be checked against the store before each recorded action.
 """
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -40,6 +41,20 @@ class Fenced(InspectorError):
     http_status = 409
 
 
+class Reset(threading.Event):
+    """A leadership's reset flag; it remembers when it was first set (monotonic time)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.at = math.inf
+        self._first = threading.Lock()
+
+    def set(self) -> None:
+        with self._first:
+            self.at = min(self.at, time.monotonic())
+        super().set()
+
+
 class Leadership:
     """One term of leadership, as the singleton's body sees it."""
 
@@ -49,7 +64,9 @@ class Leadership:
         self.kind = kind
         self.holder = holder
         self.term = term
-        self.reset = threading.Event()
+        self.reset = Reset()
+        #: Why the leadership was ended (`end`): the process stopping, the lease lost...
+        self.why = ""
         self._trust = lease_seconds * SAFETY
         self._deadline = acquired_at + self._trust
 
@@ -57,18 +74,31 @@ class Leadership:
         """The lease was renewed by a call that started at monotonic time `at`."""
         self._deadline = at + self._trust
 
+    def end(self, why: str) -> None:
+        """End this leadership (set its reset flag), saying why."""
+        self.why = self.why or why
+        self.reset.set()
+
     def valid(self) -> bool:
         return not self.reset.is_set() and time.monotonic() < self._deadline
 
+    def lapsed(self) -> bool:
+        """Whether its trust ran out (the lease may have expired: the process was frozen
+        or cut off) before it was reset. One reset first (the process stopping, the lease
+        released or found lost in time) did not lapse, whatever the time now; one on a
+        lease that never expires (the in-process DLM's) never does."""
+        return min(time.monotonic(), self.reset.at) >= self._deadline
+
     def trusted_until(self) -> float:
-        """Wall-clock time (epoch) after which this leadership may no longer act: what
-        a run that ends late (its process frozen, say) records as its end."""
+        """Wall-clock time (epoch) after which this leadership may no longer act:
+        math.inf on a lease that never expires."""
         return time.time() - (time.monotonic() - self._deadline)
 
     def check(self) -> None:
         """Raise Fenced unless this leadership may still act."""
         if not self.valid():
-            raise Fenced(f"no longer the {self.kind} leader (term {self.term})")
+            why = f": {self.why}" if self.why else ""
+            raise Fenced(f"no longer the {self.kind} leader (term {self.term}){why}")
 
     def wait(self, seconds: float) -> bool:
         """Wait up to `seconds` on the reset flag; True when the leadership is over."""
@@ -252,7 +282,7 @@ class Election:
         if leadership is None:
             return
         LOG.info("Resetting %s leadership (term %d): %s", self.kind, leadership.term, why)
-        leadership.reset.set()
+        leadership.end(why)
         body, self._body_thread = self._body_thread, None
         if body is not None and body is not threading.current_thread():
             body.join(JOIN_TIMEOUT)

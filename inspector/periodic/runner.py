@@ -61,7 +61,7 @@ class Runner:
                 if leadership.wait(task.period):
                     return
         except Fenced as exc:
-            leadership.reset.set()  # the sibling tasks stop too
+            leadership.end(exc.message)  # the sibling tasks stop too
             failures.append(exc)
 
     def run_once(self, task: PeriodicTask, leadership: Leadership) -> None:
@@ -95,11 +95,13 @@ class Runner:
         self._finish(run_id, leadership, outcome)
 
     def _finish(self, run_id: int, leadership: Leadership, outcome: str) -> None:
-        """Record the run's end: now, or, when the leadership lapsed meanwhile (the
-        process was frozen or cut off), the moment it lapsed: every action checks the
-        leadership first, so none happened after it."""
+        """Record the run's end: now; or, when the leadership lapsed meanwhile (its trust
+        ran out: the process was frozen or cut off), the moment it did, as every action
+        checks the leadership first, so none happened after it. A leadership ended first
+        (the process stopping, the lease released) did not lapse: its run ends now."""
         at = None
-        if not leadership.valid():
-            at = datetime.fromtimestamp(leadership.trusted_until(), UTC).replace(tzinfo=None)
+        if leadership.lapsed():
+            until = min(leadership.trusted_until(), time.time())
+            at = datetime.fromtimestamp(until, UTC).replace(tzinfo=None)
             outcome += " (leadership lapsed before the end was recorded)"
         self.store.finish_run(run_id, outcome, at=at)

@@ -5,8 +5,11 @@ good just before it would enqueue follow-ups and acknowledge a `continue` (after
 task ran), and makes the task of `inspect` take 2.5 s; `skip_tasks` runs transitions
 without their Ironic and processing work (for bench/worker.py). INSPECTOR_FAULTS_MARKER names a
 file the paused worker writes the request id to, so a test knows when to kill it.
+`slow_periodic=timeout:60` makes each run of the periodic task `timeout` wait 60 s
+before its work, as a long run would: checking its leadership, so a stop ends it.
 """
 
+import dataclasses
 import logging
 import os
 import threading
@@ -22,6 +25,7 @@ class Faults:
         slow_task=None,
         marker=None,
         skip_tasks: bool = False,
+        slow_periodic=None,
     ):
         self.pause_before_ack = pause_before_ack
         self.slow_task: dict[str, float] = dict(slow_task or {})
@@ -29,24 +33,26 @@ class Faults:
         #: Transitions without their Ironic and processing work (bench/worker.py
         #: measures the worker's own machinery: locks, compare-and-swap, queue).
         self.skip_tasks = skip_tasks
+        self.slow_periodic: dict[str, float] = dict(slow_periodic or {})
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> "Faults":
-        pause, slow, skip = set(), {}, False
+        pause, slow, slow_periodic, skip = set(), {}, {}, False
         for item in filter(None, environ.get("INSPECTOR_FAULTS", "").split(",")):
             name, _, value = item.partition("=")
             if name == "pause_before_ack":
                 pause.add(value)
             elif name == "skip_tasks":
                 skip = True
-            elif name == "slow_task":
-                event, _, seconds = value.partition(":")
-                slow[event] = float(seconds)
+            elif name in ("slow_task", "slow_periodic"):
+                what, _, seconds = value.partition(":")
+                (slow if name == "slow_task" else slow_periodic)[what] = float(seconds)
             else:
                 raise ValueError(f"unknown fault {name!r} in INSPECTOR_FAULTS")
-        if pause or slow or skip:
+        if pause or slow or slow_periodic or skip:
             LOG.warning("Fault injection enabled: %s", environ["INSPECTOR_FAULTS"])
-        return cls(frozenset(pause), slow, environ.get("INSPECTOR_FAULTS_MARKER"), skip)
+        marker = environ.get("INSPECTOR_FAULTS_MARKER")
+        return cls(frozenset(pause), slow, marker, skip, slow_periodic)
 
     def before_ack(self, event: str, request_id: str) -> None:
         if event not in self.pause_before_ack:
@@ -62,6 +68,26 @@ class Faults:
         if seconds:
             # Deliberately not the shutdown flag: a running task finishes on SIGTERM.
             threading.Event().wait(seconds)
+
+    def periodic(self, tasks: list) -> list:
+        """The periodic tasks (inspector.periodic.tasks.PeriodicTask), those named in
+        slow_periodic waiting that long before each run's work (or until the leadership
+        ends, when the run stops: Fenced)."""
+        return [
+            dataclasses.replace(task, run=_slowed(task.run, self.slow_periodic[task.name]))
+            if task.name in self.slow_periodic
+            else task
+            for task in tasks
+        ]
+
+
+def _slowed(run, seconds: float):
+    def slowed(leadership):
+        leadership.wait(seconds)
+        leadership.check()
+        return run(leadership)
+
+    return slowed
 
 
 NO_FAULTS = Faults()

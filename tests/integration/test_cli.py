@@ -17,7 +17,7 @@ import sqlalchemy
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
-from inspector.store import schema
+from inspector.store import Store, schema
 from tests.conftest import service_unavailable
 
 pytestmark = pytest.mark.integration
@@ -104,6 +104,29 @@ def test_all_serves_versions_and_stops_on_signal(config_file, signum):
         assert (path.parent / "state" / "inspector.sqlite").exists()
         process.send_signal(signum)
         assert process.wait(timeout=15) == 0
+
+
+def test_all_stopped_during_a_periodic_run_records_the_run_stopped(config_file):
+    """SIGTERM while the periodic task `timeout` runs (held by a fault for up to 10 min):
+    the run is recorded stopped, nothing is left unfinished, no traceback."""
+    path, _ = config_file
+    log = path.parent / "log"
+    env = dict(os.environ, INSPECTOR_FAULTS="slow_periodic=timeout:600")
+    with running(["all", "--config-file", str(path)], log, env=env) as process:
+        wait_for(lambda: "Elected periodic leader" in log.read_text())
+        db = Store.from_url(f"sqlite:///{path.parent / 'state' / 'inspector.sqlite'}")
+        try:
+            wait_for(lambda: db.task_runs("timeout"))
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=30) == 0
+            runs = db.task_runs()
+        finally:
+            db.close()
+    text = log.read_text()
+    assert "Uncaught exception" not in text and "Traceback" not in text, text
+    assert [r for r in runs if r.finished_at is None or not r.outcome] == []
+    (stopped,) = [r for r in runs if r.task == "timeout"]
+    assert stopped.outcome == "stopped: no longer the periodic leader (term 1): stopping"
 
 
 def test_all_without_any_configuration_uses_defaults(tmp_path):

@@ -97,3 +97,32 @@ def test_codes_or_together():
         collectors.firewall(None, "no channel"),
     ]
     assert collectors.exit_code(reports) == FIXING | OPERATOR | UNKNOWN
+
+
+def test_the_in_process_dlm_is_one_process_not_unknown():
+    report = collectors.singletons(census(), None, None, one_process=True)
+    assert report.code == OK
+    assert report.data["status"]["message"].startswith("one process (in-process DLM)")
+    assert collectors.singletons(census(), None, "DLM down", one_process=False).code == UNKNOWN
+
+
+def test_no_firewall_to_check_with_the_noop_driver():
+    report = collectors.firewall(None, "no channel", not_applicable="noop PXE driver")
+    assert (report.code, report.data["status"]["message"]) == (
+        OK,
+        "not applicable: noop PXE driver",
+    )
+
+
+def test_a_queue_depth_that_cannot_be_known_is_not_made_up():
+    report = collectors.queue(None, None, unmeasurable="in-process queue")
+    assert report.code == OK and report.data["depth"] is None
+    line = collectors.summary([report])
+    assert line == "queue          ok: depth not measurable (in-process queue)\n"
+
+
+def test_requests_in_flight_are_counted_apart():
+    report = collectors.queue(2, None, in_flight=1)
+    assert report.data["depth"] == 2 and report.data["in_flight"] == 1
+    assert collectors.summary([report]) == "queue          ok (depth 2, 1 in flight)\n"
+    assert "in_flight" not in collectors.queue(2, None).data  # the broker does not say

@@ -2,6 +2,7 @@
 when the lease is lost or the leader is dropped from the group (never because a
 follower left), fencing by the local lease deadline."""
 
+import math
 import threading
 import time
 
@@ -42,6 +43,7 @@ class Process:
 
     def body(self, leadership: Leadership) -> None:
         self.led.append(leadership.term)
+        self.leadership = leadership
         self.active.set()
         try:
             while not leadership.wait(0.01):
@@ -201,6 +203,40 @@ def test_leadership_is_not_trusted_past_its_lease():
     leadership.reset.set()
     assert not leadership.valid()
     assert leadership.wait(0)
+
+
+def test_a_leadership_on_an_endless_lease_never_lapses():
+    endless = Leadership(KIND, "me", 7, lease_seconds=math.inf, acquired_at=time.monotonic())
+    assert endless.trusted_until() == math.inf
+    assert endless.valid() and not endless.lapsed()
+    endless.end("stopping")
+    assert not endless.valid() and not endless.lapsed()
+    with pytest.raises(Fenced, match=r"term 7\): stopping$"):
+        endless.check()
+
+
+def test_only_a_lease_that_ran_out_before_the_reset_lapsed():
+    stopped = Leadership(KIND, "me", 7, lease_seconds=1.0, acquired_at=time.monotonic())
+    stopped.reset.set()
+    wait_for(lambda: stopped.trusted_until() < time.time(), 5, 0.01, "its trust run out")
+    assert not stopped.lapsed()
+    frozen = Leadership(KIND, "me", 7, lease_seconds=1.0, acquired_at=time.monotonic() - 1.0)
+    assert frozen.lapsed()
+    frozen.end("the lease was lost")  # woken up, its renewal failed
+    assert frozen.lapsed()
+    with pytest.raises(Fenced, match="the lease was lost"):
+        frozen.check()
+
+
+def test_a_stop_ends_the_leadership_saying_so():
+    process = Process(FakeDLM(), "solo", [])
+    process.election.start()
+    wait_for(process.leading, 5, 0.01, "leading")
+    process.lifecycle.stop("SIGTERM")
+    assert process.election.join(5)
+    assert not process.leadership.lapsed()
+    with pytest.raises(Fenced, match=r"\(term 1\): stopping$"):
+        process.leadership.check()
 
 
 def test_the_group_is_listed_every_third_of_the_lease_not_at_every_look(monkeypatch):

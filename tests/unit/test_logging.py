@@ -8,11 +8,14 @@ formatters format themselves."""
 import inspect
 import json
 import logging
+import math
 import os
 import pathlib
 import sys
 import syslog
 import textwrap
+import threading
+import time
 import types
 
 import pytest
@@ -24,6 +27,7 @@ from inspector import request_context
 from inspector.api import logs
 from inspector.api.logs import setup_logging
 from inspector.cmd import config_cmd
+from inspector.coordination.election import Leadership
 from inspector.errors import ConfigError
 
 SECRET = "hunter2-Zq9"
@@ -328,3 +332,18 @@ def test_uncaught_exceptions_of_the_main_thread_are_logged_masked(tmp_path):
     text = (tmp_path / "inspector.log").read_text()
     assert "CRITICAL inspector " in text and "Unhandled error" in text
     assert SECRET not in text and "password=***" in text
+
+
+def test_an_exception_escaping_a_thread_is_logged_under_what_failed(tmp_path):
+    setup_logging(load(tmp_path, f"[DEFAULT]\nlog_file = {tmp_path / 'inspector.log'}\n"))
+    ended = Leadership("periodic", "me", 1, math.inf, time.monotonic())
+    ended.end("stopping")
+    for name, target in (("fenced", ended.check), ("doomed", lambda: 1 / 0)):
+        thread = threading.Thread(target=target, name=name)
+        thread.start()
+        thread.join()
+    flush()
+    text = (tmp_path / "inspector.log").read_text()
+    assert "ERROR inspector.coordination.election [-] Uncaught exception in fenced" in text
+    assert "ERROR inspector [-] Uncaught exception in doomed" in text  # none of ours
+    assert "inspector.api.logs" not in text

@@ -2,6 +2,7 @@
 leadership term), and the outage budget."""
 
 import datetime
+import math
 import time
 
 import pytest
@@ -16,6 +17,7 @@ from inspector.periodic.runner import Runner
 from inspector.periodic.tasks import CleanUp, PeriodicTask
 from tests import seed
 from tests.fakes.ironic import FakeIronic
+from tests.integration.cluster import wait_for
 from tests.unit.conftest import RecordingQueue
 
 KIND = runner_module.KIND
@@ -196,3 +198,64 @@ def test_negative_retries_mean_forever():
 def test_service_unavailable_names_its_service():
     assert errors.ServiceUnavailable("x", service="queue").service == "queue"
     assert errors.ServiceUnavailable("x").service is None
+
+
+def stop_during_the_run(store, lease_seconds: float, task) -> list:
+    """Run `task` once under a leadership of `lease_seconds` that the process ends (as
+    the election's reset does when it stops) while the run is under way; the runs."""
+    term = store.claim_leadership(KIND, "me")
+    lead = Leadership(KIND, "me", term, lease_seconds, acquired_at=time.monotonic())
+
+    def run(current):
+        try:
+            current.end("stopping")
+            return task(current)
+        finally:
+            current.reset.set()  # whatever happens, the leadership is over: one run
+
+    store.clock = lambda: NOW
+    runner = Runner(store, [PeriodicTask("t", 60.0, run)], Outages(Lifecycle(), {}))
+    try:
+        runner(lead)
+    except Fenced:
+        pass  # the run noticed the stop: the election logs it and moves on
+    return store.task_runs()
+
+
+@pytest.mark.parametrize("lease", [math.inf, 3.0], ids=["in-process DLM", "3 s lease"])
+def test_a_run_the_process_stops_is_recorded_stopped_now(store, lease):
+    def checks(current):
+        current.check()
+        return "never"
+
+    (run,) = stop_during_the_run(store, lease, checks)
+    assert run.finished_at == NOW
+    assert run.outcome == "stopped: no longer the periodic leader (term 1): stopping"
+
+
+@pytest.mark.parametrize("lease", [math.inf, 3.0], ids=["in-process DLM", "3 s lease"])
+def test_a_run_that_ends_after_the_stop_keeps_its_outcome(store, lease):
+    (run,) = stop_during_the_run(store, lease, lambda _current: "0 timed out")
+    assert (run.finished_at, run.outcome) == (NOW, "0 timed out")
+
+
+def test_a_run_stopped_then_slow_past_its_lease_did_not_lapse(store):
+    def slow(current):
+        wait_for(lambda: current.trusted_until() < time.time(), 5, 0.01, "its trust run out")
+        return "0 removed"
+
+    (run,) = stop_during_the_run(store, 1.0, slow)
+    assert (run.finished_at, run.outcome) == (NOW, "0 removed")
+
+
+def test_a_run_on_an_infinite_lease_ends_now(clocked):
+    term = clocked.claim_leadership(KIND, "me")
+    lead = Leadership(KIND, "me", term, math.inf, acquired_at=time.monotonic())
+
+    def once(current):
+        current.reset.set()
+        return "ran"
+
+    Runner(clocked, [PeriodicTask("t", 60.0, once)], Outages(Lifecycle(), {}))(lead)
+    (run,) = clocked.task_runs()
+    assert (run.finished_at, run.outcome) == (NOW, "ran")

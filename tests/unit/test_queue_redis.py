@@ -10,6 +10,8 @@ import uuid
 
 import pytest
 
+from inspector.broker.message import Request
+from inspector.broker.queue import WorkQueue
 from tests.contract import test_work_queue as contract
 from tests.fakes.redis_server import fake_redis
 
@@ -89,3 +91,23 @@ def test_is_not_single_process(url, make_queue):
 def test_delivery_of_a_killed_consumer_comes_back(url, queue_name, make_queue):
     """The consumer is another process: kombu reaches the fake server over TCP too."""
     contract.test_delivery_of_a_killed_consumer_comes_back(url, queue_name, make_queue, "inspect")
+
+
+def test_in_flight_counts_what_was_delivered_and_not_acknowledged(make_queue):
+    """A worker's unacknowledged request (its worker may be dead: it comes back only after
+    the visibility timeout) is not waiting any more, nor gone: in flight."""
+    for i in range(3):
+        make_queue().put(Request(node_uuid=f"node-{i}", event="inspect"))
+    delivery = contract.get_within(make_queue())
+    status = make_queue()  # another process's view: `inspector status`
+    assert (status.depth(), status.in_flight()) == (2, 1)
+    delivery.ack()
+    assert (status.depth(), status.in_flight()) == (2, 0)
+
+
+def test_in_flight_is_not_known_elsewhere():
+    queue = WorkQueue("memory://", f"test-{uuid.uuid4().hex[:12]}")
+    try:
+        assert queue.in_flight() is None
+    finally:
+        queue.close()
