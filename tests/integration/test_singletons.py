@@ -88,6 +88,9 @@ def cluster(tmp_path, postgresql_admin, redis_server, ironic_url):
         workers=3,
         options=OPTIONS,
     ) as deployment:
+        # Every worker in the election before a test stops its leader: a follower still
+        # starting would add its start-up to the fail-over measured.
+        deployment.wait_workers()
         yield deployment
 
 
