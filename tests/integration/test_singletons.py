@@ -147,10 +147,13 @@ def test_failover_after_kill_within_lease_and_period(cluster):
     assert elapsed < LEASE + INTERVAL + PERIOD + 0.5, elapsed
 
 
-def test_failover_after_sigterm_within_a_second(cluster):
+def test_failover_after_sigterm_before_the_lease_could_expire(cluster):
     runs = Runs(cluster.database_url)
     elapsed = _failover(cluster, runs, lambda leader: leader.popen.send_signal(signal.SIGTERM))
-    assert elapsed < 1.0, elapsed
+    # The stopping leader releases its lease: a follower takes it at its next look
+    # (INTERVAL), 0.1-0.8 s on a loaded machine. A lease left to expire, as after a
+    # kill -9, passes on no sooner than LEASE - INTERVAL (2.5 s) after the signal.
+    assert elapsed < LEASE / 2, elapsed
 
 
 def test_frozen_leader_is_fenced_when_it_wakes(cluster):
