@@ -37,11 +37,15 @@ class Lifecycle:
 
     def stop(self, reason: str, exit_status: int = 0) -> None:
         """Ask the whole process to stop; the first reason and status win."""
-        if not self.shutdown.is_set():
-            self.reason = reason
-            self.exit_status = exit_status
-            LOG.info("Stopping: %s", reason)
+        if self.shutdown.is_set():
+            return
+        self.reason = reason
+        self.exit_status = exit_status
+        # The flag before the line: a second signal that comes while the line is being
+        # written runs its handler inside this one, and must find the flag set (else it
+        # counts as a first one, and the process does not exit at once).
         self.shutdown.set()
+        LOG.info("Stopping: %s", reason)
 
     def wait(self, seconds: float) -> bool:
         """Sleep up to `seconds`; True when shutdown was requested (stop what you do)."""

@@ -121,6 +121,15 @@ retry_interval = 0.5
     def wait_state(self, node, state, timeout=60.0):
         wait_for(lambda: self.state(node) == state, timeout, message=f"{node} in {state}")
 
+    def wait_done(self, request, timeout=30.0):
+        """Until the request is done: a worker marks it so after the node's last commit,
+        which wait_state may see first."""
+        wait_for(
+            lambda: self.store.find_request(request.request_id).status == "done",
+            timeout,
+            message=f"request {request.request_id} done",
+        )
+
     def close(self):
         for process in self.processes:
             if process.poll() is None:
@@ -176,7 +185,7 @@ def test_kill_before_ack_of_a_strict_event_applies_its_follow_up_later(cluster, 
     assert cluster.store.get_node(node).error is None
     applied = assert_valid_history(cluster.store, node)
     assert [r.event for r in applied] == ["inspect", "wait", "continue", "finish"]
-    assert cluster.store.find_request(request.request_id).status == "done"
+    cluster.wait_done(request)
     # The second worker did not process the data again: it only applied the follow-up.
     log = pathlib.Path(cluster.logs[-1].name)
     wait_for(lambda: "its task already ran" in log.read_text(), timeout=10)
@@ -198,7 +207,7 @@ def test_kill_mid_task_of_a_strict_event_processes_the_data_once_more(cluster):
     cluster.wait_state(node, "finished")
     applied = assert_valid_history(cluster.store, node)
     assert [r.event for r in applied] == ["inspect", "wait", "continue", "finish"]
-    assert cluster.store.find_request(request.request_id).status == "done"
+    cluster.wait_done(request)
 
 
 def test_kill_before_ack_of_a_reentrant_event_ends_right_once(cluster, tmp_path):
@@ -214,7 +223,7 @@ def test_kill_before_ack_of_a_reentrant_event_ends_right_once(cluster, tmp_path)
     cluster.wait_state(node, "waiting")
     applied = assert_valid_history(cluster.store, node)
     assert [r.event for r in applied] == ["inspect", "wait"]
-    wait_for(lambda: cluster.store.find_request(request.request_id).status == "done")
+    cluster.wait_done(request)
 
 
 def test_conflicting_requests_from_several_producers(cluster):
@@ -299,4 +308,4 @@ def test_second_sigterm_exits_at_once_and_the_request_comes_back(cluster):
     assert cluster.store.find_request(request.request_id).status == "applied"
     cluster.start_worker()
     cluster.wait_state(node, "waiting")
-    assert cluster.store.find_request(request.request_id).status == "done"
+    cluster.wait_done(request)

@@ -1,0 +1,55 @@
+"""The shutdown flag and the signals that set it (inspector.lifecycle)."""
+
+import logging
+import signal
+
+from inspector import lifecycle as lifecycle_module
+from inspector.lifecycle import FORCED_EXIT_STATUS, Lifecycle
+
+
+def test_a_first_signal_asks_for_a_graceful_stop(caplog, monkeypatch):
+    lifecycle = Lifecycle()
+    exits: list[int] = []
+    monkeypatch.setattr(lifecycle_module.os, "_exit", exits.append)
+    caplog.set_level(logging.INFO, logger=lifecycle_module.LOG.name)
+    lifecycle._on_signal(signal.SIGTERM, None)
+    assert lifecycle.shutdown.is_set()
+    assert (lifecycle.reason, lifecycle.exit_status) == ("received SIGTERM", 0)
+    assert "Stopping: received SIGTERM" in caplog.text
+    assert exits == []
+    lifecycle._on_signal(signal.SIGINT, None)
+    assert exits == [FORCED_EXIT_STATUS]
+
+
+def test_a_second_signal_while_the_first_is_logged_exits_at_once(caplog, monkeypatch):
+    """A second signal whose handler runs inside the first one's, while its "Stopping"
+    line is being written (what a test or an operator waits for before signalling
+    again), finds the flag set: it exits at once instead of counting as a first."""
+    lifecycle = Lifecycle()
+    exits: list[int] = []
+    monkeypatch.setattr(lifecycle_module.os, "_exit", exits.append)
+    caplog.set_level(logging.INFO, logger=lifecycle_module.LOG.name)
+    nested: list[bool] = []
+
+    class SecondSignal(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if record.getMessage().startswith("Stopping") and not nested:
+                nested.append(lifecycle.shutdown.is_set())
+                lifecycle._on_signal(signal.SIGTERM, None)
+
+    handler = SecondSignal()
+    lifecycle_module.LOG.addHandler(handler)
+    try:
+        lifecycle._on_signal(signal.SIGTERM, None)
+    finally:
+        lifecycle_module.LOG.removeHandler(handler)
+    assert nested == [True], "the line was written before the flag was set"
+    assert exits == [FORCED_EXIT_STATUS]
+    assert caplog.text.count("Stopping:") == 1
+
+
+def test_the_first_reason_and_status_win():
+    lifecycle = Lifecycle()
+    lifecycle.stop("gave up on the database", exit_status=1)
+    lifecycle.stop("received SIGTERM")
+    assert (lifecycle.reason, lifecycle.exit_status) == ("gave up on the database", 1)
