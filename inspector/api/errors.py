@@ -1,4 +1,5 @@
-"""Error mapping: the one place where exceptions become HTTP answers ({"error": {"message"}}).
+"""Error mapping: the one place where exceptions become HTTP answers ({"error": {"message"}},
+with Retry-After on a rate limit's 429).
 
 Our own errors answered with a 5xx are logged as one line; unexpected exceptions with
 their stack."""
@@ -10,6 +11,7 @@ from werkzeug import exceptions as http
 
 from inspector import redaction
 from inspector.api import request_ids
+from inspector.api.guard import RateLimited
 from inspector.errors import InspectorError
 
 LOG = logging.getLogger(__name__)
@@ -33,7 +35,10 @@ def _on_inspector_error(exc: InspectorError) -> flask.Response:
             redaction.shorten(exc.message),
             exc_info=LOG.isEnabledFor(logging.DEBUG),
         )
-    return error_response(exc.message, exc.http_status)
+    response = error_response(exc.message, exc.http_status)
+    if isinstance(exc, RateLimited):
+        response.headers["Retry-After"] = str(exc.retry_after)
+    return response
 
 
 def _on_http_error(exc: http.HTTPException) -> flask.Response:
