@@ -9,6 +9,7 @@ import logging
 from oslo_config import cfg
 
 from inspector import conf as config
+from inspector.api import auth
 from inspector.broker import transports
 from inspector.broker.tls import Tls
 from inspector.cmd import wiring
@@ -70,6 +71,8 @@ def check(conf: cfg.ConfigOpts, role: str) -> Verdict:
             tls.check()
         except ConfigError as exc:
             problems.append(exc.message)
+    if role in compat.SERVING and conf.auth_strategy == "keystone":
+        problems.extend(auth.keystone_problems(conf))
     if role == "all":
         unusable = dlm.unsupported(conf.coordination.backend_url)
         if unusable:
