@@ -22,6 +22,9 @@ from inspector.errors import InspectorError
 LOG = logging.getLogger(__name__)
 
 GENERIC_MESSAGE = "An internal error occurred; see the service log for details."
+#: A Content-Length that is no number, whichever of the server and inspector.api.bodies
+#: tells.
+INVALID_LENGTH = "Invalid Content-Length header"
 
 
 def error_response(message: str, status: int) -> flask.Response:

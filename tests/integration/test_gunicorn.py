@@ -7,12 +7,15 @@
 run as a user would, from another directory, next to a real `inspector worker`.
 """
 
+import json
 import os
 import pathlib
 import shutil
 import signal
+import socket
 import subprocess
 import sys
+import urllib.parse
 
 import pytest
 import requests
@@ -138,3 +141,43 @@ def test_gunicorn_serves_the_api(gunicorn, deployment, ironic_api):
     aborted = requests.post(f"{gunicorn}/v1/introspection/{node}/abort", timeout=10)
     assert aborted.status_code == 202, aborted.text
     assert status()["error"] == "Canceled by operator"
+
+
+def raw(url: str, data: bytes, *, hang_up: bool = False) -> tuple[int, bytes, bytes]:
+    """Send raw bytes (then close our side when hang_up); the answer's status, head, body."""
+    address = urllib.parse.urlsplit(url)
+    with socket.create_connection((address.hostname, address.port), timeout=10) as sock:
+        sock.sendall(data)
+        if hang_up:
+            sock.shutdown(socket.SHUT_WR)
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+    head, _, body = received.partition(b"\r\n\r\n")
+    return int(head.split(b" ", 2)[1]), head.lower(), body
+
+
+def post(path: str, body: bytes, length: str) -> bytes:
+    return (
+        f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {length}\r\nConnection: close\r\n\r\n".encode()
+        + body
+    )
+
+
+def test_gunicorn_answers_bad_framing_as_the_built_in_server_does(gunicorn):
+    """docs/api.md, "Bad input": the application's answers, in the API's format."""
+    cases = [
+        (post("/v1/continue", b"{}", str(64 * 1024 * 1024 + 1)), False, 413),
+        (post("/v1/rules", b"{}", "9" * 24), False, 400),
+    ]
+    for data, hang_up, status in cases:
+        got, head, body = raw(gunicorn, data, hang_up=hang_up)
+        assert got == status, body
+        assert b"content-type: application/json" in head
+        assert b"x-openstack-request-id: req-" in head
+        assert b"x-openstack-ironic-inspector-api-maximum-version: 1.18" in head
+        assert json.loads(body)["error"]["message"]
+    # Refused by gunicorn itself, before the application: its own page (as documented).
+    twice = post("/v1/rules", b"{}x", "2").replace(b"\r\n\r\n", b"\r\nContent-Length: 3\r\n\r\n")
+    assert raw(gunicorn, twice)[0] == 400

@@ -146,6 +146,8 @@ def get_with(header: str, path: str = "/") -> bytes:
 
 
 RULE = {"conditions": [], "actions": [{"action": "fail", "message": "x"}]}
+#: A second Content-Length, other than the first (2).
+LENGTH_3 = "Content-Length: 3\r\n"
 BIG = 2 * 1024 * 1024
 DEEP = b"[" * 50_000 + b"]" * 50_000
 
@@ -189,6 +191,23 @@ CASES = [
         ),
         {400},
     ),
+    ("content-lengths that differ", with_length("POST", "/v1/rules", b"{}", LENGTH_3), {400}),
+    (
+        "content-length of 24 digits",
+        with_length("POST", "/v1/rules", b"{}").replace(b"Length: 2", b"Length: " + b"9" * 24),
+        {400},
+    ),
+    (
+        "content-length past every limit",
+        with_length("POST", "/v1/continue", b"{}").replace(b"Length: 2", b"Length: 67108865"),
+        {413},
+    ),
+    (
+        "content-length and chunked",
+        chunked("/v1/rules", b"{}").replace(b"\r\n\r\n", b"\r\nContent-Length: 9\r\n\r\n", 1),
+        {400},
+    ),
+    ("headers over 64 KiB", get_with("X-Big: " + "a" * (65 * 1024)), {413}),
     (
         "version of 5000 digits",
         get_with("X-OpenStack-Ironic-Inspector-API-Version: 1." + "1" * 5000),
@@ -293,8 +312,11 @@ CASES = [
 def test_each_kind_of_hostile_request_gets_its_4xx(service, name, request_bytes, allowed):
     status, head, body = raw(service["port"], request_bytes)
     assert status in allowed, (name, status, body[:300])
-    if b"application/json" in head.lower():  # else the HTTP server's own answer
-        assert json.loads(body)["error"]["message"], body[:300]
+    # The API's format, the server's own refusals included.
+    assert b"content-type: application/json" in head.lower(), head
+    assert b"x-openstack-request-id: req-" in head.lower(), head
+    assert b"x-openstack-ironic-inspector-api-maximum-version: 1.18" in head.lower(), head
+    assert json.loads(body)["error"]["message"], body[:300]
     assert service["process"].poll() is None, "inspector all died"
 
 
