@@ -24,6 +24,9 @@ LOG = logging.getLogger(__name__)
 
 #: Request threads per API process (`[api] threads`' default).
 THREADS = 16
+#: Seconds a connection may stay silent while its request is read (request line,
+#: headers, body), and idle between two requests, before the server gives up on it.
+TIMEOUT = 10
 #: Bytes of a request line and its headers; more is a 414 or a 413.
 MAX_HEADER_SIZE = 64 * 1024
 #: Bytes a chunk-size line may take (its hexadecimal size, extensions, CRLF), counted
@@ -133,13 +136,22 @@ class _Server(wsgi.Server):
         super().__init__(*args, **kwargs)
         self.gateway = _Gateway
 
+    def error_log(self, msg="", level=logging.INFO, traceback=False) -> None:
+        """cheroot's complaints through our logging: one line; the stack of an unexpected
+        error (level ERROR) too, of a client's (a socket error) at debug level only."""
+        stack = traceback and (level >= logging.ERROR or LOG.isEnabledFor(logging.DEBUG))
+        LOG.log(level, "HTTP server: %s", msg, exc_info=stack)
+
 
 class Server:
     """Listens at once on construction (so the port is known), serves until stopped.
-    A request body's size is checked by inspector.api.bodies, per route."""
+    `timeout` is TIMEOUT's. A request body's size is checked by inspector.api.bodies,
+    per route."""
 
-    def __init__(self, app, host: str, port: int, threads: int = THREADS) -> None:
-        self.cheroot = _Server((host, port), app, numthreads=threads)
+    def __init__(
+        self, app, host: str, port: int, threads: int = THREADS, timeout: float = TIMEOUT
+    ) -> None:
+        self.cheroot = _Server((host, port), app, numthreads=threads, timeout=timeout)
         # No Content-Length check of cheroot's own: bodies.BoundedBodies answers it.
         self.cheroot.max_request_body_size = 0
         self.cheroot.max_request_header_size = MAX_HEADER_SIZE

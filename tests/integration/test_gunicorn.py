@@ -170,6 +170,7 @@ def test_gunicorn_answers_bad_framing_as_the_built_in_server_does(gunicorn):
     cases = [
         (post("/v1/continue", b"{}", str(64 * 1024 * 1024 + 1)), False, 413),
         (post("/v1/rules", b"{}", "9" * 24), False, 400),
+        (post("/v1/rules", b'{"a":1', "100"), True, 400),  # stops short of its length
     ]
     for data, hang_up, status in cases:
         got, head, body = raw(gunicorn, data, hang_up=hang_up)

@@ -320,6 +320,17 @@ def test_each_kind_of_hostile_request_gets_its_4xx(service, name, request_bytes,
     assert service["process"].poll() is None, "inspector all died"
 
 
+def test_a_body_that_stops_half_way_is_400_and_one_log_line(service):
+    """6 of 100 bytes, then silence: a 400 once the server's read timeout passes."""
+    request = with_length("POST", "/v1/rules", b'{"a":1').replace(b"Length: 6", b"Length: 100")
+    status, _, body = raw(service["port"], request)
+    assert status == 400, body
+    assert b"stopped short of its Content-Length" in body
+    log = service["log"].read_text(errors="replace")
+    assert log.count("stopped short of its 100 bytes") == 1
+    assert "cannot read from timed out object" not in log
+
+
 # -- the property-based layer -------------------------------------------------------------
 
 #: JSON values a careless or hostile client sends where something else was expected.

@@ -1,9 +1,11 @@
 """The built-in server (cheroot, inspector.api.server) on the wire: request framing it and
-our body reader judge together, and its own error answers. Every refusal is a 4xx in the
-API's format, with a request id and the version headers, never cheroot's text/plain."""
+our body reader judge together, its own error answers, and bodies that stop half-way.
+Every refusal is a 4xx in the API's format, with a request id and the version headers,
+never cheroot's text/plain, a hang or a traceback."""
 
 import contextlib
 import json
+import logging
 import socket
 
 import pytest
@@ -179,3 +181,47 @@ def test_a_chunk_past_the_routes_limit_is_refused_before_it_is_read(port):
         status, headers, body = answer(sock)
     assert status == 413
     assert "limit of 1048576 bytes" in assert_ours(headers, body)
+
+
+# --- bodies that stop half-way -------------------------------------------------------
+
+
+def test_a_body_shorter_than_its_length_is_400_once_the_client_stops(serve, caplog):
+    port = serve(timeout=0.5).port
+    with connect(port) as sock:
+        sock.sendall(post("/v1/rules", b'{"a":1', "100"))  # 6 of 100 bytes, then silence
+        status, headers, body = answer(sock)
+        assert status == 400
+        assert assert_ours(headers, body) == (
+            "The request body stopped short of its Content-Length (100 bytes)"
+        )
+        assert closed(sock)
+    lines = [r for r in caplog.records if "request body" in r.getMessage()]
+    assert len(lines) == 1 and not lines[0].exc_info, caplog.text
+    assert "Traceback" not in caplog.text
+
+
+def test_a_client_silent_in_its_headers_gets_408(serve):
+    port = serve(timeout=0.5).port
+    with connect(port) as sock:
+        sock.sendall(b"GET /v1 HTTP/1.1\r\nHost: x\r\n")
+        status, headers, body = answer(sock)
+        assert status == 408
+        assert assert_ours(headers, body)
+        assert closed(sock)
+
+
+def test_a_body_whose_client_hangs_up_early_is_400(port):
+    with connect(port) as sock:
+        sock.sendall(post("/v1/rules", b'{"a":1', "100"))
+        sock.shutdown(socket.SHUT_WR)
+        status, headers, body = answer(sock)
+    assert status == 400
+    assert "stopped short of its Content-Length" in assert_ours(headers, body)
+
+
+def test_the_server_logs_through_our_loggers_without_a_stack(serve, caplog):
+    caplog.set_level(logging.INFO)
+    serve().cheroot.error_log("socket.error 'reset'", level=logging.WARNING, traceback=True)
+    (record,) = [r for r in caplog.records if "socket.error" in r.getMessage()]
+    assert record.name == "inspector.api.server" and not record.exc_info
