@@ -3,7 +3,9 @@ its answers are the API's: cheroot's own refusals (a malformed request line or h
 headers too large) are in the API's error format with a request id and the version
 headers; a request body's Content-Length is judged by inspector.api.bodies (cheroot only
 refuses several that differ); an answer saying `Connection: close` closes the
-connection (the rest of a refused body is never read as the next request).
+connection (the rest of a refused body is never read as the next request). A connection
+takes a request thread only once it sends something, and at most TIMEOUT seconds of
+silence while its request is read: clients slow to send theirs leave the others served.
 
 Production deployments may run `inspector.api.wsgi:application` under gunicorn instead.
 """
@@ -24,9 +26,15 @@ LOG = logging.getLogger(__name__)
 
 #: Request threads per API process (`[api] threads`' default).
 THREADS = 16
+#: Threads beyond `[api] threads`: a client that sent part of its request holds a thread
+#: while the rest is read, so this many slow clients leave `[api] threads` to the others.
+SLOW_CLIENT_THREADS = 48
 #: Seconds a connection may stay silent while its request is read (request line,
 #: headers, body), and idle between two requests, before the server gives up on it.
-TIMEOUT = 10
+TIMEOUT = 5
+#: Connections the kernel queues for the server to accept (cheroot's default, 5, had a
+#: burst of new connections wait for the client's SYN retries, seconds).
+BACKLOG = 128
 #: Bytes of a request line and its headers; more is a 414 or a 413.
 MAX_HEADER_SIZE = 64 * 1024
 #: Bytes a chunk-size line may take (its hexadecimal size, extensions, CRLF), counted
@@ -116,6 +124,8 @@ class _Request(cheroot_server.HTTPRequest):
 
 class _Connection(cheroot_server.HTTPConnection):
     RequestHandlerClass = _Request
+    #: Whether it was handed to a request thread yet (see _Server.process_conn).
+    heard = False
 
 
 class _Gateway(wsgi.Gateway_10):
@@ -136,6 +146,15 @@ class _Server(wsgi.Server):
         super().__init__(*args, **kwargs)
         self.gateway = _Gateway
 
+    def process_conn(self, conn) -> None:
+        """A new connection waits with the idle ones until it sends something, instead of
+        holding a request thread while it is silent (cheroot hands it one at once)."""
+        if not conn.heard:
+            conn.heard = True
+            self.put_conn(conn)
+            return
+        super().process_conn(conn)
+
     def error_log(self, msg="", level=logging.INFO, traceback=False) -> None:
         """cheroot's complaints through our logging: one line; the stack of an unexpected
         error (level ERROR) too, of a client's (a socket error) at debug level only."""
@@ -145,13 +164,21 @@ class _Server(wsgi.Server):
 
 class Server:
     """Listens at once on construction (so the port is known), serves until stopped.
-    `timeout` is TIMEOUT's. A request body's size is checked by inspector.api.bodies,
-    per route."""
+
+    `threads` request threads run the application (with SLOW_CLIENT_THREADS more for
+    slow clients); `timeout` is TIMEOUT's. A request body's size is checked by
+    inspector.api.bodies, per route."""
 
     def __init__(
         self, app, host: str, port: int, threads: int = THREADS, timeout: float = TIMEOUT
     ) -> None:
-        self.cheroot = _Server((host, port), app, numthreads=threads, timeout=timeout)
+        self.cheroot = _Server(
+            (host, port),
+            app,
+            numthreads=threads + SLOW_CLIENT_THREADS,
+            timeout=timeout,
+            request_queue_size=BACKLOG,
+        )
         # No Content-Length check of cheroot's own: bodies.BoundedBodies answers it.
         self.cheroot.max_request_body_size = 0
         self.cheroot.max_request_header_size = MAX_HEADER_SIZE

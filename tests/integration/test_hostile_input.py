@@ -13,6 +13,7 @@ import pathlib
 import socket
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -22,6 +23,7 @@ import requests
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from inspector.api import server
 from tests import fixtures
 from tests.conftest import IronicAPI
 from tests.integration.cluster import free_port, render_config, wait_for
@@ -329,6 +331,24 @@ def test_a_body_that_stops_half_way_is_400_and_one_log_line(service):
     log = service["log"].read_text(errors="replace")
     assert log.count("stopped short of its 100 bytes") == 1
     assert "cannot read from timed out object" not in log
+
+
+#: Clients that connect and send nothing, and clients that send part of their headers.
+SILENT, SLOW = 40, 24
+
+
+def test_slow_clients_do_not_stall_the_api(service):
+    started = time.monotonic()
+    with contextlib.ExitStack() as stack:
+        for number in range(SILENT + SLOW):
+            sock = stack.enter_context(socket.create_connection(("127.0.0.1", service["port"])))
+            if number >= SILENT:
+                sock.sendall(b"GET /v1 HTTP/1.1\r\nHost: x\r\n")
+        answer = requests.get(f"{service['url']}/v1/introspection", timeout=ANSWER_TIMEOUT)
+        took = time.monotonic() - started
+    assert answer.status_code == 200
+    # Behind a slow client it would have waited for the server's read timeout.
+    assert took < server.TIMEOUT / 2, f"{took:.1f} s"
 
 
 # -- the property-based layer -------------------------------------------------------------

@@ -1,12 +1,13 @@
 """The built-in server (cheroot, inspector.api.server) on the wire: request framing it and
-our body reader judge together, its own error answers, and bodies that stop half-way.
-Every refusal is a 4xx in the API's format, with a request id and the version headers,
-never cheroot's text/plain, a hang or a traceback."""
+our body reader judge together, its own error answers, bodies that stop half-way, and
+clients slow to send their requests. Every refusal is a 4xx in the API's format, with a
+request id and the version headers, never cheroot's text/plain, a hang or a traceback."""
 
 import contextlib
 import json
 import logging
 import socket
+import time
 
 import pytest
 
@@ -218,6 +219,27 @@ def test_a_body_whose_client_hangs_up_early_is_400(port):
         status, headers, body = answer(sock)
     assert status == 400
     assert "stopped short of its Content-Length" in assert_ours(headers, body)
+
+
+# --- slow clients --------------------------------------------------------------------
+
+#: Clients that connect and send nothing, and clients that send part of their headers.
+SILENT, SLOW = 40, 24
+
+
+def test_clients_slow_to_send_do_not_hold_up_the_others(port):
+    started = time.monotonic()
+    with contextlib.ExitStack() as stack:
+        for number in range(SILENT + SLOW):
+            sock = stack.enter_context(connect(port))
+            if number >= SILENT:
+                sock.sendall(b"GET /v1 HTTP/1.1\r\nHost: x\r\n")
+        status, _, _ = exchange(port, b"GET /v1/introspection HTTP/1.1\r\nHost: x\r\n\r\n")
+        took = time.monotonic() - started
+    assert status == 200
+    # Queued behind a slow client, it would have waited for its read timeout (and a
+    # connection the kernel could not queue, for the client's SYN retries: 1 s, 3 s...).
+    assert took < server.TIMEOUT / 2, f"{took:.1f} s"
 
 
 def test_the_server_logs_through_our_loggers_without_a_stack(serve, caplog):
