@@ -12,6 +12,7 @@ import time
 import pytest
 
 from inspector.api import server
+from tests.wire import answer
 
 RULE = b'{"conditions": [], "actions": [{"action": "fail", "message": "x"}]}'
 MIB = 1024 * 1024
@@ -42,25 +43,6 @@ def port(serve) -> int:
 
 def connect(port: int, timeout: float = PROMPT) -> socket.socket:
     return socket.create_connection(("127.0.0.1", port), timeout=timeout)
-
-
-def answer(sock: socket.socket) -> tuple[int, dict[str, str], bytes]:
-    """The first answer on sock: status, headers (lower-case names), body."""
-    received = b""
-    while b"\r\n\r\n" not in received:
-        chunk = sock.recv(65536)
-        assert chunk, f"closed without an answer: {received!r}"
-        received += chunk
-    head, _, body = received.partition(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    headers = dict(line.split(": ", 1) for line in lines[1:])
-    headers = {name.lower(): value for name, value in headers.items()}
-    length = int(headers.get("content-length", 0))
-    while len(body) < length:
-        chunk = sock.recv(65536)
-        assert chunk, "closed in the body"
-        body += chunk
-    return int(lines[0].split(" ", 2)[1]), headers, body[:length]
 
 
 def exchange(port: int, data: bytes) -> tuple[int, dict[str, str], bytes]:
