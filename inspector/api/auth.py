@@ -185,8 +185,9 @@ def _wrap_keystone(app: flask.Flask, conf: cfg.ConfigOpts, middleware_factory) -
         middleware = factory(app.wsgi_app, options)
     except (ksm_exceptions.ConfigurationError, cfg.Error) as exc:
         raise ConfigError(f"[keystone_authtoken]: {exc}") from exc
-    # What it raises (Keystone unreachable when it validates a token or looks up the URI
-    # its 401 names) happens outside Flask: an answer in our format, not an empty 500.
+    # What it raises (a catalog without an identity endpoint, a URI for its 401 it cannot
+    # find) happens outside Flask: an answer in our format, not the server's empty 500.
+    # (Keystone unreachable is not one: it defers, and the request gets our 401.)
     app.wsgi_app = errors.Shield(middleware, 503, KEYSTONE_FAILED, "the authentication middleware")
 
 

@@ -162,6 +162,15 @@ def test_keystone_that_cannot_validate_tokens_stops_the_roles_that_serve_the_api
     assert "secret" not in found["api"].message()
 
 
+def test_config_check_without_a_role_judges_all_on_its_own_default(tmp_path, capsys):
+    # No auth_strategy in the file: `inspector api` would use keystone (refused without
+    # a service user), `inspector all` noauth.
+    assert cmd.main(["config", "check", *files(tmp_path, "[worker]\npool_size = 3\n")]) == 0
+    out = capsys.readouterr().out
+    assert "[keystone_authtoken] auth_type is not set" in out
+    assert out.splitlines()[-1] == "configuration is valid for `inspector all`"
+
+
 def test_keystone_with_a_service_user_starts_every_role(tmp_path):
     found = verdicts(files(tmp_path, SPLIT, SINGLE_HOST, KEYSTONE, SERVICE_USER))
     assert not any(verdict.refused for verdict in found.values()), found
