@@ -70,18 +70,19 @@ def create_app(
     # First: a request refused by a later hook is logged with its node.
     app.before_request(request_ids.name_node)
     app.before_request(versions.negotiate)
-    # Inside the version stamp (its answers name the versions too), outside
-    # authentication's middleware (an unauthenticated caller gets no body read).
+    # Inside the version stamp (its answers name the versions too).
     app.wsgi_app = bodies.BoundedBodies(
         app.wsgi_app, conf.api.max_request_body_size, conf.api.max_continue_body_size
     )
-    app.wsgi_app = versions.Stamp(app.wsgi_app)
     errors.register(app)
     for blueprint in (root, introspection, rules, ramdisk, health):
         app.register_blueprint(blueprint.blueprint)
     metrics.install(app)
     auth.install(app, conf)
     app.before_request(request_ids.name_caller)  # after authentication's hook
+    # Outside authentication's middleware: its failures are answered in our format too.
+    app.wsgi_app = errors.Shield(app.wsgi_app, 500, errors.GENERIC_MESSAGE, "a middleware")
+    app.wsgi_app = versions.Stamp(app.wsgi_app)
     if conf.oslo_middleware.enable_proxy_headers_parsing:
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=1, x_proto=1, x_host=1, x_port=1, x_prefix=1)
     app.wsgi_app = request_ids.install(app.wsgi_app, conf)

@@ -1,14 +1,14 @@
 """The one bounded reader of request bodies (WSGI middleware): a body over its route's
 limit is a 413 before the application reads it, however it is framed (Content-Length or
-chunked); a framing the server cannot decode, or a Content-Length that is not a number,
-is a 400. Never a 500, never more than the limit read.
+chunked); a framing the server cannot decode, a Content-Length that is not a number, or
+a body that stops before its Content-Length, is a 400. The body is read here, whole,
+before the application runs. Never a 500, never more than the limit read.
 """
 
 import io
-import json
 import logging
 
-from inspector.api import server
+from inspector.api import errors, server
 
 LOG = logging.getLogger(__name__)
 
@@ -37,10 +37,10 @@ def read_bounded(stream, limit: int) -> bytes:
     """All of `stream` if it holds at most `limit` bytes; BodyTooLarge as soon as it
     holds more (having read at most `limit` + one piece), TooManyChunks when the server
     shows its chunks and there are more than the limit allows."""
-    pieces = server.chunks(stream)
+    most = max(MIN_CHUNKS, limit // BYTES_PER_CHUNK)
+    pieces = server.chunks(stream, limit + (most + 1) * server.MAX_SIZE_LINE)
     if pieces is None:
         pieces = iter(lambda: stream.read(READ_SIZE), b"")
-    most = max(MIN_CHUNKS, limit // BYTES_PER_CHUNK)
     parts, size = [], 0
     for count, piece in enumerate(pieces, 1):
         size += len(piece)
@@ -53,8 +53,8 @@ def read_bounded(stream, limit: int) -> bytes:
 
 
 class BoundedBodies:
-    """Checks the length of every request body before the application sees it; chunked
-    bodies are read here (up to the limit) and handed on with their length."""
+    """Checks the framing and length of every request body and reads it (up to the limit)
+    before the application sees it; it hands the body on, with its length."""
 
     def __init__(self, app, limit: int, continue_limit: int) -> None:
         self.app = app
@@ -72,17 +72,48 @@ class BoundedBodies:
         return self.app(environ, start_response)
 
     def refusal(self, environ) -> tuple[int, str] | None:
-        """Why the body is refused (status, message), or None; a chunked body it accepts
-        is left in the environ, read, with its length."""
+        """Why the body is refused (status, message), or None; a body it accepts is left
+        in the environ, read, with its length."""
         length = environ.get("CONTENT_LENGTH")
+        chunked = "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower()
+        if length and chunked:  # which framing a proxy in front went by, no one knows
+            return 400, "A request body cannot have both Content-Length and Transfer-Encoding"
         if length:
             if len(length) > MAX_LENGTH_DIGITS or not (length.isascii() and length.isdigit()):
-                return 400, "Invalid Content-Length header"
+                return 400, errors.INVALID_LENGTH
             limit = self.limit_of(environ)
-            return (413, too_large(limit)) if int(length) > limit else None
-        if "chunked" not in environ.get("HTTP_TRANSFER_ENCODING", "").lower():
-            return None
-        return take_chunked(environ, self.limit_of(environ))
+            return (413, too_large(limit)) if int(length) > limit else take_sized(environ)
+        return take_chunked(environ, self.limit_of(environ)) if chunked else None
+
+
+def take_sized(environ) -> tuple[int, str] | None:
+    """Read a body of CONTENT_LENGTH bytes into the environ, or say why not: it stopped
+    before its length (the client hung up, or was silent past the server's timeout)."""
+    length, stream = int(environ["CONTENT_LENGTH"]), environ["wsgi.input"]
+    parts, size, why = [], 0, "the client closed its side"
+    try:
+        while size < length:
+            piece = stream.read(min(READ_SIZE, length - size))
+            if not piece:
+                break
+            parts.append(piece)
+            size += len(piece)
+    except OSError as exc:  # a timeout, a reset
+        why = str(exc) or type(exc).__name__
+    if size < length:
+        LOG.warning(
+            "The request body of %s %s from %s stopped short of its %d bytes (%d read): %s",
+            environ.get("REQUEST_METHOD"),
+            environ.get("PATH_INFO"),
+            environ.get("REMOTE_ADDR"),
+            length,
+            size,
+            why,
+        )
+        return 400, f"The request body stopped short of its Content-Length ({length} bytes)"
+    environ["wsgi.input"] = io.BytesIO(b"".join(parts))
+    environ["wsgi.input_terminated"] = True
+    return None
 
 
 def take_chunked(environ, limit: int) -> tuple[int, str] | None:
@@ -115,14 +146,6 @@ def too_large(limit: int) -> str:
 def refuse(start_response, status: int, message: str) -> list[bytes]:
     """An error answer in the API's format. The connection is closed after it: the
     rest of the body may still be on its way."""
-    body = json.dumps({"error": {"message": message}}).encode()
-    reason = {400: "Bad Request", 413: "Request Entity Too Large"}[status]
-    start_response(
-        f"{status} {reason}",
-        [
-            ("Content-Type", "application/json"),
-            ("Content-Length", str(len(body))),
-            ("Connection", "close"),
-        ],
-    )
+    line, headers, body = errors.plain_answer(status, message)
+    start_response(line, [*headers, ("Connection", "close")])
     return [body]

@@ -2,6 +2,7 @@
 limit (a token bucket per address, in this process). No I/O."""
 
 import ipaddress
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -10,6 +11,15 @@ from inspector.errors import Forbidden, TooManyRequests
 
 #: Sources remembered at most; the stalest are forgotten first.
 MAX_SOURCES = 10_000
+
+
+class RateLimited(TooManyRequests):
+    """Over the rate: `retry_after` is the whole seconds until the source's next token
+    (the answer's Retry-After)."""
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class Guard:
@@ -29,10 +39,12 @@ class Guard:
         """Forbidden outside the allowed networks, TooManyRequests over the rate."""
         if self.networks and not self._allowed(address):
             raise Forbidden(f"/v1/continue is not accepted from {address}")
-        if self.per_minute and not self._take(address or "unknown"):
-            raise TooManyRequests(
+        wait = self._take(address or "unknown") if self.per_minute else 0.0
+        if wait:
+            raise RateLimited(
                 f"Too many /v1/continue requests from {address}: at most "
-                f"{self.per_minute} per minute"
+                f"{self.per_minute} per minute",
+                retry_after=max(1, math.ceil(wait)),
             )
 
     def _allowed(self, address: str | None) -> bool:
@@ -42,7 +54,9 @@ class Guard:
             return False
         return any(ip in network for network in self.networks)
 
-    def _take(self, address: str) -> bool:
+    def _take(self, address: str) -> float:
+        """Take a token of address's bucket: 0.0 when there was one, else the seconds
+        until there is."""
         now = self.clock()
         rate = self.per_minute / 60.0
         with self._lock:
@@ -52,4 +66,4 @@ class Guard:
             self._buckets[address] = (tokens - 1.0 if allowed else tokens, now)
             if len(self._buckets) > MAX_SOURCES:
                 del self._buckets[next(iter(self._buckets))]
-            return allowed
+            return 0.0 if allowed else (1.0 - tokens) / rate

@@ -1,4 +1,11 @@
-"""A threaded WSGI server (cheroot) for `inspector api` and `inspector all`.
+"""A threaded WSGI server (cheroot) for `inspector api` and `inspector all`, set up so that
+its answers are the API's: cheroot's own refusals (a malformed request line or header,
+headers too large) are in the API's error format with a request id and the version
+headers; a request body's Content-Length is judged by inspector.api.bodies (cheroot only
+refuses several that differ); an answer saying `Connection: close` closes the
+connection (the rest of a refused body is never read as the next request). A connection
+takes a request thread only once it sends something, and at most TIMEOUT seconds of
+silence while its request is read: clients slow to send theirs leave the others served.
 
 Production deployments may run `inspector.api.wsgi:application` under gunicorn instead.
 """
@@ -7,30 +14,49 @@ import logging
 import threading
 from collections.abc import Iterator
 
+from cheroot import errors as cheroot_errors
 from cheroot import server as cheroot_server
 from cheroot import wsgi
+from oslo_context import context as oslo_context
 
+from inspector.api import errors, request_ids, versions
 from inspector.lifecycle import Lifecycle
 
 LOG = logging.getLogger(__name__)
 
-#: Request threads per API process.
+#: Request threads per API process (`[api] threads`' default).
 THREADS = 16
+#: Threads beyond `[api] threads`: a client that sent part of its request holds a thread
+#: while the rest is read, so this many slow clients leave `[api] threads` to the others.
+SLOW_CLIENT_THREADS = 48
+#: Seconds a connection may stay silent while its request is read (request line,
+#: headers, body), and idle between two requests, before the server gives up on it.
+TIMEOUT = 5
+#: Connections the kernel queues for the server to accept (cheroot's default, 5, had a
+#: burst of new connections wait for the client's SYN retries, seconds).
+BACKLOG = 128
+#: Bytes of a request line and its headers; more is a 414 or a 413.
+MAX_HEADER_SIZE = 64 * 1024
+#: Bytes a chunk-size line may take (its hexadecimal size, extensions, CRLF), counted
+#: with the chunks against a chunked body's limit before a chunk is read.
+MAX_SIZE_LINE = 64
 
 
-def chunks(stream) -> Iterator[bytes] | None:
-    """The chunks of a chunked body as cheroot decodes them, one at a time; None when
-    `stream` is not cheroot's chunked reader (gunicorn's, a test's).
+def chunks(stream, limit: int) -> Iterator[bytes] | None:
+    """The chunks of a chunked body as cheroot decodes them, one at a time, a chunk that
+    would take the body (with `limit` bytes of size lines) past `limit` refused before it
+    is read; None when `stream` is not cheroot's chunked reader (gunicorn's, a test's).
 
     cheroot's own `ChunkedRFile.read(n)` copies what it holds on every call: one large
     chunk read n bytes at a time costs its size squared (a 60 MB chunk took 27 s). Its
-    `_fetch` and `buffer` are private: this is the one place that uses them, and
-    tests/unit/test_api_hostile_framing.py fails if cheroot changes them."""
+    `_fetch`, `buffer` and `maxlen` are private: this is the one place that uses them,
+    and tests/unit/test_api_hostile_framing.py fails if cheroot changes them."""
     if not isinstance(stream, cheroot_server.ChunkedRFile):
         return None
     fetch = getattr(stream, "_fetch", None)
     if fetch is None or not isinstance(getattr(stream, "buffer", None), bytes):
         return None
+    stream.maxlen = min(stream.maxlen or limit, limit)
 
     def decoded() -> Iterator[bytes]:
         while True:
@@ -44,26 +70,128 @@ def chunks(stream) -> Iterator[bytes] | None:
     return decoded()
 
 
+class _Lengths(dict):
+    """A header dict that keeps every Content-Length value set in it (cheroot's reader
+    keeps the last one)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lengths: list[bytes] = []
+
+    def __setitem__(self, key, value) -> None:
+        if key == b"Content-Length":
+            self.lengths.append(value)
+        super().__setitem__(key, value)
+
+
+class _Request(cheroot_server.HTTPRequest):
+    """cheroot's request: Content-Length values that differ are refused (RFC 9112: an
+    unrecoverable error), its own answers are the API's."""
+
+    _read_headers = cheroot_server.HTTPRequest.header_reader
+
+    def header_reader(self, rfile, hdict):
+        seen = _Lengths()
+        self._read_headers(rfile, seen)
+        if len(set(seen.lengths)) > 1:
+            raise ValueError("Several Content-Length headers with different values")
+        try:  # cheroot reads it with int(): a message of its own otherwise
+            int(seen.lengths[-1] if seen.lengths else 0)
+        except ValueError:
+            raise ValueError(errors.INVALID_LENGTH) from None
+        hdict.update(seen)
+        return hdict
+
+    def simple_response(self, status, msg="") -> None:
+        """cheroot's refusals (then it closes the connection), in the API's format."""
+        code = int(str(status)[:3])
+        if code in (413, 414) and self.response_protocol != "HTTP/1.1":
+            code = 400  # as cheroot: HTTP/1.0 has neither
+        line, headers, body = errors.plain_answer(code, str(msg) or str(status)[4:])
+        versions.stamped(headers, None)
+        request_id = oslo_context.generate_request_id()
+        headers += [(request_ids.ANSWER_HEADER, request_id), ("Connection", "close")]
+        self.close_connection = True
+        head = "".join(f"{name}: {value}\r\n" for name, value in headers)
+        text = f"{self.server.protocol} {line}\r\n{head}\r\n"
+        LOG.debug("HTTP %d to a request the server refused (req %s): %s", code, request_id, msg)
+        try:
+            self.conn.wfile.write(text.encode("latin-1") + body)
+        except OSError as exc:
+            if exc.args[0] not in cheroot_errors.socket_errors_to_ignore:
+                raise
+
+
+class _Connection(cheroot_server.HTTPConnection):
+    RequestHandlerClass = _Request
+    #: Whether it was handed to a request thread yet (see _Server.process_conn).
+    heard = False
+
+
+class _Gateway(wsgi.Gateway_10):
+    """WSGI 1.0, with an answer's `Connection: close` honoured: cheroot would otherwise
+    read the rest of a refused body (or try to) and go on with the connection."""
+
+    def start_response(self, status, headers, exc_info=None):
+        write = super().start_response(status, headers, exc_info)
+        if any(k.lower() == "connection" and v.lower() == "close" for k, v in headers):
+            self.req.close_connection = True
+        return write
+
+
+class _Server(wsgi.Server):
+    ConnectionClass = _Connection
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.gateway = _Gateway
+
+    def process_conn(self, conn) -> None:
+        """A new connection waits with the idle ones until it sends something, instead of
+        holding a request thread while it is silent (cheroot hands it one at once)."""
+        if not conn.heard:
+            conn.heard = True
+            self.put_conn(conn)
+            return
+        super().process_conn(conn)
+
+    def error_log(self, msg="", level=logging.INFO, traceback=False) -> None:
+        """cheroot's complaints through our logging: one line; the stack of an unexpected
+        error (level ERROR) too, of a client's (a socket error) at debug level only."""
+        stack = traceback and (level >= logging.ERROR or LOG.isEnabledFor(logging.DEBUG))
+        LOG.log(level, "HTTP server: %s", msg, exc_info=stack)
+
+
 class Server:
-    """Listens at once on construction (so the port is known), serves until stopped."""
+    """Listens at once on construction (so the port is known), serves until stopped.
+
+    `threads` request threads run the application (with SLOW_CLIENT_THREADS more for
+    slow clients); `timeout` is TIMEOUT's. A request body's size is checked by
+    inspector.api.bodies, per route."""
 
     def __init__(
-        self, app, host: str, port: int, threads: int = THREADS, max_body_size: int = 0
+        self, app, host: str, port: int, threads: int = THREADS, timeout: float = TIMEOUT
     ) -> None:
-        # max_body_size: cheroot refuses a chunk that would take the body past it before
-        # reading the chunk (the API's own limits are checked in inspector.api.bodies).
-        self._server = wsgi.Server((host, port), app, numthreads=threads)
-        self._server.max_request_body_size = max_body_size
-        self._server.prepare()
-        self.host, self.port = self._server.bind_addr[:2]
-        self._thread = threading.Thread(target=self._server.serve, name="api-server", daemon=True)
+        self.cheroot = _Server(
+            (host, port),
+            app,
+            numthreads=threads + SLOW_CLIENT_THREADS,
+            timeout=timeout,
+            request_queue_size=BACKLOG,
+        )
+        # No Content-Length check of cheroot's own: bodies.BoundedBodies answers it.
+        self.cheroot.max_request_body_size = 0
+        self.cheroot.max_request_header_size = MAX_HEADER_SIZE
+        self.cheroot.prepare()
+        self.host, self.port = self.cheroot.bind_addr[:2]
+        self._thread = threading.Thread(target=self.cheroot.serve, name="api-server", daemon=True)
 
     def start(self) -> None:
         LOG.info("API listening on http://%s:%s", self.host, self.port)
         self._thread.start()
 
     def stop(self) -> None:
-        self._server.stop()
+        self.cheroot.stop()
         self._thread.join(timeout=10)
 
     def serve_until(self, lifecycle: Lifecycle) -> None:

@@ -9,6 +9,7 @@ import logging
 from oslo_config import cfg
 
 from inspector import conf as config
+from inspector.api import auth
 from inspector.broker import transports
 from inspector.broker.tls import Tls
 from inspector.cmd import wiring
@@ -19,6 +20,8 @@ from inspector.errors import ConfigError
 LOG = logging.getLogger(__name__)
 
 ROLES = compat.ROLES
+#: Where an option that no file nor argument set takes its value from.
+DEFAULTS = (cfg.Locations.opt_default, cfg.Locations.set_default)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,6 +53,13 @@ def build(role: str) -> cfg.ConfigOpts:
     return conf
 
 
+def _auth_strategy(conf: cfg.ConfigOpts, role: str) -> str:
+    """The strategy `inspector <role>` would use: the one set, else the role's default
+    (`config check` without a role loads one configuration, on `inspector api`'s)."""
+    unset = conf.get_location("auth_strategy").location in DEFAULTS
+    return "noauth" if role == "all" and unset else conf.auth_strategy
+
+
 def check(conf: cfg.ConfigOpts, role: str) -> Verdict:
     """Whether `inspector <role>` would start with conf (already loaded and validated)."""
     take_over = compat.decide(conf)
@@ -70,6 +80,8 @@ def check(conf: cfg.ConfigOpts, role: str) -> Verdict:
             tls.check()
         except ConfigError as exc:
             problems.append(exc.message)
+    if role in compat.SERVING and _auth_strategy(conf, role) == "keystone":
+        problems.extend(auth.keystone_problems(conf))
     if role == "all":
         unusable = dlm.unsupported(conf.coordination.backend_url)
         if unusable:

@@ -77,13 +77,7 @@ def _serve(conf: cfg.ConfigOpts, lifecycle: Lifecycle, backends: Backends) -> No
         conf, store=backends.store, queue=backends.queue, ironic=backends.ironic
     )
     settle_heap()
-    http = server.Server(
-        app,
-        conf.listen_address,
-        conf.listen_port,
-        threads=conf.api.threads,
-        max_body_size=max(conf.api.max_request_body_size, conf.api.max_continue_body_size),
-    )
+    http = server.Server(app, conf.listen_address, conf.listen_port, threads=conf.api.threads)
     http.serve_until(lifecycle)
 
 

@@ -15,6 +15,8 @@ from typing import Any
 from inspector.processing import rule_regex
 from inspector.processing.context import ProcessingError
 
+#: What a field's scheme names: the introspection data (`data://`, or no scheme), the node.
+SCHEMES = ("data", "node")
 #: One step of a path: ("key", name), ("values", None) for `*`, ("index", n), ("each", None).
 Step = tuple[str, Any]
 
@@ -89,15 +91,22 @@ def _follow(kind: str, arg: Any, value: Any) -> Iterator[Any]:
         yield value
 
 
-def field_values(field: str, sources: dict[str, Any]) -> list[Any]:
-    """The values a condition's field (`data://path`, `node://path` or a bare path) finds."""
+def parse_field(field: str) -> tuple[str, tuple[Step, ...]]:
+    """(scheme, steps) of a condition's field: `data://path`, `node://path` or a bare
+    path (the data's); ValueError saying why when it is none of these. The one parser of
+    fields: rule creation (rule_schema) refuses exactly what evaluation would."""
     scheme, sep, path = field.partition("://")
     if not sep:
         scheme, path = "data", field
-    if scheme not in sources:
-        raise ProcessingError(f"field {field!r}: unknown scheme {scheme}://")
+    if scheme not in SCHEMES:
+        raise ValueError(f"unknown scheme {scheme}://, use data:// or node://")
+    return scheme, parse_path(path)
+
+
+def field_values(field: str, sources: dict[str, Any]) -> list[Any]:
+    """The values a condition's field finds in sources ({"data", "node"})."""
     try:
-        steps = parse_path(path)
+        scheme, steps = parse_field(field)
     except ValueError as exc:
         raise ProcessingError(f"field {field!r}: {exc}") from exc
     return find(steps, sources[scheme])

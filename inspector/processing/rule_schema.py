@@ -7,7 +7,7 @@ import uuid as uuid_module
 from typing import Any
 
 from inspector.errors import BadRequest
-from inspector.processing import rule_actions, rule_regex
+from inspector.processing import rule_actions, rule_conditions, rule_regex
 from inspector.processing.context import ProcessingError
 
 #: Condition operators and the parameters each requires.
@@ -37,7 +37,6 @@ ACTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 #: Operators whose value is a regular expression, run by RE2 (see rule_regex).
 PATTERN_OPS = ("matches", "contains")
 MULTIPLE = ("any", "all", "first")
-FIELD_SCHEMES = ("data://", "node://")
 RULE_KEYS = {"uuid", "description", "conditions", "actions", "scope"}
 
 
@@ -55,8 +54,10 @@ def _check_condition(index: int, condition: Any) -> dict[str, Any]:
     field = condition.get("field")
     if not isinstance(field, str) or not field:
         _fail(where, "field must be a non-empty string")
-    if "://" in field and not field.startswith(FIELD_SCHEMES):
-        _fail(where, f"field must start with {' or '.join(FIELD_SCHEMES)} or be a path")
+    try:
+        rule_conditions.parse_field(field)
+    except ValueError as exc:
+        _fail(where, f"field {field!r}: {exc}")
     if condition.get("multiple", "any") not in MULTIPLE:
         _fail(where, f"multiple must be one of {', '.join(MULTIPLE)}")
     if not isinstance(condition.get("invert", False), bool):

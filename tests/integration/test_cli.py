@@ -239,7 +239,7 @@ def test_wsgi_application_serves(tmp_path):
     from inspector.api.wsgi import LazyApplication  # noqa: PLC0415
 
     path = tmp_path / "inspector.conf"
-    path.write_text(f"[DEFAULT]\nstate_path = {tmp_path}\n")
+    path.write_text(f"[DEFAULT]\nstate_path = {tmp_path}\nauth_strategy = noauth\n")
     application = LazyApplication({"INSPECTOR_CONFIG_FILES": str(path)})
     environ = {
         "REQUEST_METHOD": "GET",
@@ -258,6 +258,21 @@ def test_wsgi_application_serves(tmp_path):
     body = b"".join(application(environ, start_response))
     assert seen["status"].startswith("200")
     assert json.loads(body)["versions"][0]["id"] == "1.18"
+
+
+def test_wsgi_application_refuses_keystone_without_a_service_user(tmp_path):
+    """ironic-inspector's default strategy, keystone, with an empty [keystone_authtoken]:
+    the first request fails loudly, naming what to set (not every later one with an
+    empty 500)."""
+    from inspector.api.wsgi import LazyApplication  # noqa: PLC0415
+    from inspector.errors import ConfigError  # noqa: PLC0415
+
+    path = tmp_path / "inspector.conf"
+    path.write_text(f"[DEFAULT]\nstate_path = {tmp_path}\n")
+    application = LazyApplication({"INSPECTOR_CONFIG_FILES": str(path)})
+    environ = {"REQUEST_METHOD": "GET", "PATH_INFO": "/", "wsgi.input": None}
+    with pytest.raises(ConfigError, match=r"\[keystone_authtoken\] auth_type is not set"):
+        application(environ, lambda status, headers: None)
 
 
 def _at_first_revision(state: pathlib.Path) -> str:

@@ -7,16 +7,20 @@
 run as a user would, from another directory, next to a real `inspector worker`.
 """
 
+import json
 import os
 import pathlib
 import shutil
 import signal
+import socket
 import subprocess
 import sys
+import urllib.parse
 
 import pytest
 import requests
 
+from tests import wire
 from tests.integration.cluster import Deployment, free_port, wait_for
 
 pytestmark = pytest.mark.integration
@@ -138,3 +142,41 @@ def test_gunicorn_serves_the_api(gunicorn, deployment, ironic_api):
     aborted = requests.post(f"{gunicorn}/v1/introspection/{node}/abort", timeout=10)
     assert aborted.status_code == 202, aborted.text
     assert status()["error"] == "Canceled by operator"
+
+
+def raw(url: str, data: bytes, *, hang_up: bool = False) -> tuple[int, dict[str, str], bytes]:
+    """Send raw bytes (then close our side when hang_up); the answer's status, headers
+    (lower-case names) and body."""
+    address = urllib.parse.urlsplit(url)
+    with socket.create_connection((address.hostname, address.port), timeout=10) as sock:
+        sock.sendall(data)
+        if hang_up:
+            sock.shutdown(socket.SHUT_WR)
+        return wire.answer(sock)
+
+
+def post(path: str, body: bytes, length: str) -> bytes:
+    return (
+        f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {length}\r\nConnection: close\r\n\r\n".encode()
+        + body
+    )
+
+
+def test_gunicorn_answers_bad_framing_as_the_built_in_server_does(gunicorn):
+    """docs/api.md, "Bad input": the application's answers, in the API's format."""
+    cases = [
+        (post("/v1/continue", b"{}", str(64 * 1024 * 1024 + 1)), False, 413),
+        (post("/v1/rules", b"{}", "9" * 24), False, 400),
+        (post("/v1/rules", b'{"a":1', "100"), True, 400),  # stops short of its length
+    ]
+    for data, hang_up, status in cases:
+        got, headers, body = raw(gunicorn, data, hang_up=hang_up)
+        assert got == status, body
+        assert headers["content-type"] == "application/json"
+        assert headers["x-openstack-request-id"].startswith("req-")
+        assert headers["x-openstack-ironic-inspector-api-maximum-version"] == "1.18"
+        assert json.loads(body)["error"]["message"]
+    # Refused by gunicorn itself, before the application: its own page (as documented).
+    twice = post("/v1/rules", b"{}x", "2").replace(b"\r\n\r\n", b"\r\nContent-Length: 3\r\n\r\n")
+    assert raw(gunicorn, twice)[0] == 400

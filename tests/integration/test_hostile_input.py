@@ -13,6 +13,7 @@ import pathlib
 import socket
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -22,7 +23,8 @@ import requests
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests import fixtures
+from inspector.api import server
+from tests import fixtures, wire
 from tests.conftest import IronicAPI
 from tests.integration.cluster import free_port, render_config, wait_for
 
@@ -92,33 +94,13 @@ def service(tmp_path_factory, ironic_url) -> Iterator[dict[str, Any]]:
         output.close()
 
 
-def raw(port: int, data: bytes) -> tuple[int, bytes, bytes]:
-    """Send raw bytes, read the first answer's status, head and body; a hang fails the
-    test."""
+def raw(port: int, data: bytes) -> tuple[int, dict[str, str], bytes]:
+    """Send raw bytes, read the first answer's status, headers (lower-case names) and
+    body; a hang fails the test."""
     with socket.create_connection(("127.0.0.1", port), timeout=ANSWER_TIMEOUT) as sock:
         with contextlib.suppress(OSError):  # the server may close before all is sent
             sock.sendall(data)
-        received = b""
-        while b"\r\n\r\n" not in received:
-            chunk = sock.recv(65536)
-            assert chunk, f"connection closed without an answer: {received!r}"
-            received += chunk
-        head, _, body = received.partition(b"\r\n\r\n")
-        status = int(head.split(b" ", 2)[1])
-        length = next(
-            (
-                int(line.split(b":", 1)[1])
-                for line in head.split(b"\r\n")
-                if line.lower().startswith(b"content-length:")
-            ),
-            None,
-        )
-        while length is not None and len(body) < length:
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            body += chunk
-        return status, head, body[:length]
+        return wire.answer(sock)
 
 
 def chunked(path: str, body: bytes, size_line: bytes | None = None) -> bytes:
@@ -146,6 +128,8 @@ def get_with(header: str, path: str = "/") -> bytes:
 
 
 RULE = {"conditions": [], "actions": [{"action": "fail", "message": "x"}]}
+#: A second Content-Length, other than the first (2).
+LENGTH_3 = "Content-Length: 3\r\n"
 BIG = 2 * 1024 * 1024
 DEEP = b"[" * 50_000 + b"]" * 50_000
 
@@ -189,6 +173,23 @@ CASES = [
         ),
         {400},
     ),
+    ("content-lengths that differ", with_length("POST", "/v1/rules", b"{}", LENGTH_3), {400}),
+    (
+        "content-length of 24 digits",
+        with_length("POST", "/v1/rules", b"{}").replace(b"Length: 2", b"Length: " + b"9" * 24),
+        {400},
+    ),
+    (
+        "content-length past every limit",
+        with_length("POST", "/v1/continue", b"{}").replace(b"Length: 2", b"Length: 67108865"),
+        {413},
+    ),
+    (
+        "content-length and chunked",
+        chunked("/v1/rules", b"{}").replace(b"\r\n\r\n", b"\r\nContent-Length: 9\r\n\r\n", 1),
+        {400},
+    ),
+    ("headers over 64 KiB", get_with("X-Big: " + "a" * (65 * 1024)), {413}),
     (
         "version of 5000 digits",
         get_with("X-OpenStack-Ironic-Inspector-API-Version: 1." + "1" * 5000),
@@ -291,11 +292,43 @@ CASES = [
 
 @pytest.mark.parametrize(("name", "request_bytes", "allowed"), CASES, ids=[c[0] for c in CASES])
 def test_each_kind_of_hostile_request_gets_its_4xx(service, name, request_bytes, allowed):
-    status, head, body = raw(service["port"], request_bytes)
+    status, headers, body = raw(service["port"], request_bytes)
     assert status in allowed, (name, status, body[:300])
-    if b"application/json" in head.lower():  # else the HTTP server's own answer
-        assert json.loads(body)["error"]["message"], body[:300]
+    # The API's format, the server's own refusals included.
+    assert headers["content-type"] == "application/json", headers
+    assert headers["x-openstack-request-id"].startswith("req-"), headers
+    assert headers["x-openstack-ironic-inspector-api-maximum-version"] == "1.18", headers
+    assert json.loads(body)["error"]["message"], body[:300]
     assert service["process"].poll() is None, "inspector all died"
+
+
+def test_a_body_that_stops_half_way_is_400_and_one_log_line(service):
+    """6 of 100 bytes, then silence: a 400 once the server's read timeout passes."""
+    request = with_length("POST", "/v1/rules", b'{"a":1').replace(b"Length: 6", b"Length: 100")
+    status, _, body = raw(service["port"], request)
+    assert status == 400, body
+    assert b"stopped short of its Content-Length" in body
+    log = service["log"].read_text(errors="replace")
+    assert log.count("stopped short of its 100 bytes") == 1
+    assert "cannot read from timed out object" not in log
+
+
+#: Clients that connect and send nothing, and clients that send part of their headers.
+SILENT, SLOW = 40, 24
+
+
+def test_slow_clients_do_not_stall_the_api(service):
+    started = time.monotonic()
+    with contextlib.ExitStack() as stack:
+        for number in range(SILENT + SLOW):
+            sock = stack.enter_context(socket.create_connection(("127.0.0.1", service["port"])))
+            if number >= SILENT:
+                sock.sendall(b"GET /v1 HTTP/1.1\r\nHost: x\r\n")
+        answer = requests.get(f"{service['url']}/v1/introspection", timeout=ANSWER_TIMEOUT)
+        took = time.monotonic() - started
+    assert answer.status_code == 200
+    # Behind a slow client it would have waited for the server's read timeout.
+    assert took < server.TIMEOUT / 2, f"{took:.1f} s"
 
 
 # -- the property-based layer -------------------------------------------------------------

@@ -178,8 +178,13 @@ def test_rate_limit_per_source():
     with pytest.raises(Exception, match="Too many") as info:
         door.check("192.0.2.1")
     assert info.value.http_status == 429
+    assert info.value.retry_after == 20  # one token back every 20 s at 3 per minute
     door.check("192.0.2.2")  # another source has its own budget
-    now[0] += 20.0  # one token back every 20 s at 3 per minute
+    now[0] += 15.0
+    with pytest.raises(Exception, match="Too many") as info:
+        door.check("192.0.2.1")
+    assert info.value.retry_after == 5  # the 20 s a token takes, 15 of them gone
+    now[0] += 5.0
     door.check("192.0.2.1")
 
 
@@ -192,6 +197,11 @@ def test_rate_limit_through_the_api(conf, store, queue, ironic, caplog):
     codes = [client.post("/v1/continue", json=FOUR_NICS).status_code for _ in range(3)]
     assert codes == [404, 404, 429]
     assert [r.levelname for r in refusals(caplog)] == ["WARNING", "WARNING", "DEBUG"]
+    refused = client.post("/v1/continue", json=FOUR_NICS)
+    assert refused.status_code == 429
+    # A token every 30 s at 2 per minute: the wait is at most that, and never 0.
+    assert 1 <= int(refused.headers["Retry-After"]) <= 30
+    assert refused.json["error"]["message"].startswith("Too many /v1/continue requests")
 
 
 def test_logs_never_reach_the_log(client, ironic, store, caplog):

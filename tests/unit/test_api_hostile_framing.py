@@ -197,10 +197,15 @@ def test_cheroot_chunks_are_taken_whole_through_the_shim():
     from inspector.api import server  # noqa: PLC0415
 
     stream = cheroot_chunked(wire(b"abc", b"d" * 100_000))
-    pieces = server.chunks(stream)
+    pieces = server.chunks(stream, 1024 * 1024)
     assert pieces is not None, "cheroot's ChunkedRFile changed: see inspector.api.server"
     assert [len(p) for p in pieces] == [3, 100_000]
-    assert server.chunks(io.BytesIO(b"x")) is None
+    assert server.chunks(io.BytesIO(b"x"), 1024 * 1024) is None
+    # A chunk past the limit it is given is refused before it is read (`maxlen`).
+    past = cheroot_chunked(wire(b"x" * 100))
+    with pytest.raises(OSError, match="Too Large"):
+        next(server.chunks(past, 50))
+    assert past.bytes_read < 10
 
 
 def test_one_large_chunk_is_read_in_linear_time():

@@ -135,6 +135,7 @@ def docs_policy() -> str:
 
 @pytest.fixture
 def keystone_conf(conf, monkeypatch):
+    from keystoneauth1 import loading  # noqa: PLC0415
     from keystonemiddleware import auth_token  # noqa: PLC0415
 
     monkeypatch.setattr(auth_token.AuthProtocol, "fetch_token", fetch_token)
@@ -142,6 +143,10 @@ def keystone_conf(conf, monkeypatch):
     for group, opts in [*auth_token.list_opts(), *policy_opts.list_opts()]:
         conf.register_opts(opts, group=group)
     conf.set_override("www_authenticate_uri", KEYSTONE_URL, group="keystone_authtoken")
+    # The service user auth_token validates tokens as (start-up refuses it without one).
+    conf.register_opts(loading.get_auth_plugin_conf_options("password"), "keystone_authtoken")
+    conf.set_override("auth_type", "password", group="keystone_authtoken")
+    conf.set_override("auth_url", KEYSTONE_URL, group="keystone_authtoken")
     conf.set_override("store_data", "database", group="processing")
     return conf
 

@@ -255,3 +255,26 @@ def test_a_long_pattern_is_quoted_cut_in_the_400(client):
     message = response.json["error"]["message"]
     assert "is 20000 characters long, more than the 10000" in message
     assert len(message) < 500
+
+
+@pytest.mark.parametrize(
+    ("field", "why"),
+    [
+        ("data://", "field 'data://': empty path"),
+        ("node://", "field 'node://': empty path"),
+        ("data://  ", "field 'data://  ': empty path"),
+        ("data://.", "field 'data://.': cannot parse '.'"),
+        ("data://a..b", "field 'data://a..b': cannot parse '..b'"),
+        ("node://.driver", "field 'node://.driver': misplaced '.'"),
+        ("data://a[*", "field 'data://a[*': cannot parse"),
+        ("a b", "field 'a b': cannot parse"),
+        ("port://x", "field 'port://x': unknown scheme port://, use data:// or node://"),
+    ],
+)
+def test_field_paths_the_evaluator_refuses_are_400_naming_the_condition(client, field, why):
+    condition = {"op": "eq", "field": field, "value": 1}
+    conditions = [{"op": "ge", "field": "memory_mb", "value": 1024}, condition]
+    response = client.post("/v1/rules", json={**RULE, "conditions": conditions})
+    assert response.status_code == 400
+    assert response.json["error"]["message"].startswith(f"Invalid rule: conditions[1]: {why}")
+    assert client.get("/v1/rules").json == {"rules": []}

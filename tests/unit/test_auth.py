@@ -14,6 +14,8 @@ import flask
 import pytest
 from oslo_context import context as oslo_context
 
+from inspector import conf as config
+from inspector.api import app as app_factory
 from inspector.api import auth, errors, htpasswd, policy
 from inspector.errors import ConfigError
 
@@ -347,6 +349,7 @@ def test_unreadable_file_is_a_config_error_naming_it(basic_conf, user_file):
 # Keystone can run here, so token issuing and validation are out of their reach.
 
 KEYSTONE_URL = "http://keystone.example.com/identity/v3"
+SERVICE_PASSWORD = "service-Secret-4b7d"
 
 
 def token_body(*roles: str, expires_at: str = "2999-01-01T00:00:00.000000Z") -> dict:
@@ -415,10 +418,30 @@ def stub_middleware_factory(created):
     return factory
 
 
+def service_user_conf(tmp_path, **options: str):
+    """auth_strategy = keystone, with the service user keystonemiddleware validates tokens
+    as (and `options` of [keystone_authtoken] besides)."""
+    lines = {
+        "auth_type": "password",
+        "auth_url": KEYSTONE_URL,
+        "username": "inspector",
+        "password": SERVICE_PASSWORD,
+        "user_domain_name": "Default",
+        "project_name": "service",
+        "project_domain_name": "Default",
+        **options,
+    }
+    path = tmp_path / "keystone.conf"
+    path.write_text(
+        f"[DEFAULT]\nauth_strategy = keystone\nstate_path = {tmp_path}\n[keystone_authtoken]\n"
+        + "".join(f"{name} = {value}\n" for name, value in lines.items())
+    )
+    return config.load(["--config-file", str(path)])
+
+
 @pytest.fixture
-def keystone_conf(conf):
-    conf.set_override("auth_strategy", "keystone")
-    return conf
+def keystone_conf(tmp_path):
+    return service_user_conf(tmp_path)
 
 
 @pytest.fixture
@@ -561,9 +584,57 @@ def test_keystone_with_the_unmodified_middleware(keystone_conf):
         keystone_conf.register_opts(opts, group=group)
     keystone_conf.set_override("www_authenticate_uri", KEYSTONE_URL, group="keystone_authtoken")
     app = build_app(keystone_conf)
-    assert isinstance(app.wsgi_app, auth_token.AuthProtocol)
+    assert isinstance(app.wsgi_app.app, auth_token.AuthProtocol)  # inside errors.Shield
     client = app.test_client()
     assert client.get("/public").status_code == 200
     response = client.get("/admin", headers={"X-Identity-Status": "Confirmed", "X-Roles": "admin"})
     assert response.status_code == 401
     assert response.headers["WWW-Authenticate"] == f'Keystone uri="{KEYSTONE_URL}"'
+
+
+@KEYSTONE_IMPORT
+def test_keystone_without_a_service_user_is_refused(conf):
+    # What the middleware would need at every request: refused before it is built.
+    conf.set_override("auth_strategy", "keystone")
+    with pytest.raises(ConfigError, match=r"\[keystone_authtoken\] auth_type is not set"):
+        build_app(conf)
+
+
+@KEYSTONE_IMPORT
+@pytest.mark.parametrize("path", ["/v1/introspection", "/metrics"])
+def test_a_keystone_middleware_that_fails_is_a_json_503(
+    conf, store, queue, ironic, monkeypatch, caplog, path
+):
+    """The real auth_token, past a start-up check that could not tell (here: none):
+    without an auth plugin it cannot find the URI its 401 names, and raises
+    MissingAuthPlugin from its response phase, outside Flask."""
+    conf.set_override("auth_strategy", "keystone")
+    monkeypatch.setattr(auth, "keystone_problems", lambda conf: [])
+    app = app_factory.create_app(conf, store=store, queue=queue, ironic=ironic)
+    response = app.test_client().get(path)
+    assert response.status_code == 503
+    assert response.json["error"]["message"] == auth.KEYSTONE_FAILED
+    assert response.headers["X-OpenStack-Request-Id"].startswith("req-")
+    assert response.headers["X-OpenStack-Ironic-Inspector-API-Maximum-Version"] == "1.18"
+    (failure,) = [r for r in caplog.records if "authentication middleware" in r.getMessage()]
+    assert "MissingAuthPlugin" in failure.getMessage()
+    assert not failure.exc_info  # one line; its stack only at debug level
+
+
+@KEYSTONE_IMPORT
+def test_any_exception_of_the_auth_middleware_is_a_json_503(keystone_conf, caplog):
+    def exploding(wsgi_app, options):
+        def middleware(environ, start_response):
+            raise RuntimeError("boom")
+
+        return middleware
+
+    response = build_app(keystone_conf, middleware_factory=exploding).test_client().get("/admin")
+    assert response.status_code == 503
+    assert response.json == {
+        "error": {
+            "message": "Authentication is unavailable: Keystone's middleware failed; see the "
+            "service log"
+        }
+    }
+    assert "RuntimeError: boom" in caplog.text

@@ -122,6 +122,60 @@ def test_an_unreadable_tls_file_is_refused(tmp_path):
         assert "[oslo_messaging_rabbit] ssl_ca_file: cannot read" in verdict.message()
 
 
+KEYSTONE = "[DEFAULT]\nauth_strategy = keystone\n"
+#: What keystonemiddleware validates tokens with: a service user of Keystone.
+SERVICE_USER = """[keystone_authtoken]
+www_authenticate_uri = http://keystone.example.com/identity
+auth_type = password
+auth_url = http://keystone.example.com/identity
+username = inspector
+password = secret
+user_domain_name = Default
+project_name = service
+project_domain_name = Default
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        ("", "[keystone_authtoken] auth_type is not set"),
+        ("[keystone_authtoken]\nauth_type = password\n", "auth_type = password needs auth_url"),
+        ("[keystone_authtoken]\nauth_type = nosuch\n", "auth_type = nosuch: no such plugin"),
+        ("[keystone_authtoken]\nauth_type = none\n", "auth_type = none sends no credentials"),
+        (
+            "[keystone_authtoken]\nauth_section = user\n[user]\nauth_type = password\n",
+            "[user] auth_type = password needs auth_url",
+        ),
+    ],
+    ids=["empty", "no-auth_url", "unknown-plugin", "none", "auth_section"],
+)
+def test_keystone_that_cannot_validate_tokens_stops_the_roles_that_serve_the_api(
+    tmp_path, text, names
+):
+    found = verdicts(files(tmp_path, SPLIT, SINGLE_HOST, KEYSTONE, text))
+    for role in ("api", "all"):
+        assert found[role].refused
+        assert "auth_strategy = keystone" in found[role].message()
+        assert names in found[role].message()
+    assert not found["worker"].refused
+    assert "secret" not in found["api"].message()
+
+
+def test_config_check_without_a_role_judges_all_on_its_own_default(tmp_path, capsys):
+    # No auth_strategy in the file: `inspector api` would use keystone (refused without
+    # a service user), `inspector all` noauth.
+    assert cmd.main(["config", "check", *files(tmp_path, "[worker]\npool_size = 3\n")]) == 0
+    out = capsys.readouterr().out
+    assert "[keystone_authtoken] auth_type is not set" in out
+    assert out.splitlines()[-1] == "configuration is valid for `inspector all`"
+
+
+def test_keystone_with_a_service_user_starts_every_role(tmp_path):
+    found = verdicts(files(tmp_path, SPLIT, SINGLE_HOST, KEYSTONE, SERVICE_USER))
+    assert not any(verdict.refused for verdict in found.values()), found
+
+
 # ---------------------------------------------------------------- inspector config check
 
 
@@ -181,8 +235,9 @@ def _start(role: str, args: list[str]) -> subprocess.CompletedProcess:
         ("worker", [SPLIT]),
         ("api", ["standalone"]),
         ("all", [SPLIT, "[DEFAULT]\nuse_ssl = true\n"]),
+        ("all", [KEYSTONE]),
     ],
-    ids=["split-api", "split-worker", "standalone-api", "use_ssl-all"],
+    ids=["split-api", "split-worker", "standalone-api", "use_ssl-all", "keystone-all"],
 )
 def test_start_up_refuses_what_config_check_refuses_with_the_same_message(
     tmp_path, capsys, role, texts

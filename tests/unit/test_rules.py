@@ -7,8 +7,9 @@ import time
 import pytest
 
 from inspector import conf as config
+from inspector.errors import BadRequest
 from inspector.ironic import IronicNode
-from inspector.processing import rule_actions, rule_conditions, rule_regex, rules
+from inspector.processing import rule_actions, rule_conditions, rule_regex, rule_schema, rules
 from inspector.processing.context import ProcessingContext, ProcessingError
 from tests import fixtures
 from tests.unit.test_rule_regex import CATASTROPHIC, interrupted_after
@@ -829,3 +830,43 @@ def test_no_timeout_within_the_bound(oslo_conf):
     frozen = SteppingClock(0.0)
     assert rules.evaluate([many], make_context(oslo_conf, data=data), clock=frozen) == []
     assert frozen.readings > 100_000
+
+
+FIELDS = [
+    "memory_mb",
+    "$",
+    "data://$",
+    "node://driver",
+    "data://inventory.interfaces[*].name",
+    "data://",
+    "node://",
+    "data:// ",
+    "data://.",
+    "data://a..b",
+    "node://a.",
+    "data://a[x]",
+    "",
+    " ",
+    ".a",
+    "port://x",
+    "://x",
+    "data:/x",
+]
+
+
+@pytest.mark.parametrize("field", FIELDS)
+def test_creation_refuses_exactly_the_fields_evaluation_refuses(oslo_conf, field):
+    condition = {"op": "is-empty", "field": field}
+    try:
+        rule_schema.validate_rule(rule([condition], uuid="6f1b3c2e-8d4a-4e5f-9a7b-1c2d3e4f5a6b"))
+    except BadRequest:
+        created = False
+    else:
+        created = True
+    try:
+        rules.evaluate([rule([condition])], make_context(oslo_conf))
+    except ProcessingError:
+        evaluated = False
+    else:
+        evaluated = True
+    assert created == evaluated
