@@ -35,6 +35,8 @@ OPTS = [
         "threads",
         default=16,
         min=1,
-        help="Request threads of the built-in server (`inspector api`, `inspector all`).",
+        help="Request threads of the built-in server (`inspector api`, `inspector all`); "
+        "it runs 48 more for clients still sending their request, so that a few slow ones "
+        "do not hold these.",
     ),
 ]
