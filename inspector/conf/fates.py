@@ -130,6 +130,10 @@ TABLE = """
 = honoured: keystoneauth's session, adapter and auth options, and those of the
   auth_type's plugin, as they are
 
+[ironic] tls_ciphers tls_min_version
+= honoured: keystoneauth's session TLS options, by the keystoneauth1 releases that have
+  them (later than 5.13, OpenStack 2026.1's)
+
 [keystone_authtoken] *
 = honoured: keystonemiddleware's, as they are
 
