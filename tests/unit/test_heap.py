@@ -28,7 +28,8 @@ def test_start_up_garbage_is_collected_and_what_lives_is_frozen():
     del cycle
     frozen = settle_heap()
     assert dead() is None  # collected first, not frozen with the rest
-    assert frozen == gc.get_freeze_count() > 0
+    # At least what it froze: a thread another test left behind may freeze more since.
+    assert 0 < frozen <= gc.get_freeze_count()
     assert not any(obj is alive for obj in gc.get_objects())  # out of the collector's reach
 
 
