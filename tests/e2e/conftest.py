@@ -9,13 +9,10 @@ and fails when CI is set.
 
 import concurrent.futures
 import contextlib
-import functools
-import importlib.util
 import os
 import pathlib
 import random
 import shutil
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -25,7 +22,8 @@ import pytest
 import requests
 
 from tests.conftest import IronicAPI, service_unavailable
-from tests.integration.cluster import ROOT, ipa_payload, wait_for
+from tests.integration.cluster import ipa_payload, wait_for
+from tests.script_modules import load_script
 
 #: Seconds between two looks at the introspections (a poll inside a deadline).
 POLL = 0.3
@@ -36,18 +34,9 @@ RETRYABLE = frozenset({429, 502, 503, 504})
 FINAL = frozenset({"finished", "error"})
 
 
-@functools.cache
 def load_cluster_module():
-    """scripts/cluster.py as a module, without writing __pycache__ under scripts/."""
-    spec = importlib.util.spec_from_file_location("cluster_script", ROOT / "scripts" / "cluster.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    previous, sys.dont_write_bytecode = sys.dont_write_bytecode, True
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.dont_write_bytecode = previous
-    return module
+    """scripts/cluster.py as a module."""
+    return load_script("cluster")
 
 
 def require_cluster_prerequisites() -> None:

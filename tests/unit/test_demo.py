@@ -5,8 +5,6 @@ are deleted from Ironic in every case. (tests/e2e/test_bare_clone.py runs it aga
 real ones.)"""
 
 import contextlib
-import functools
-import importlib.util
 import json
 import pathlib
 import re
@@ -15,21 +13,14 @@ import threading
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from tests.script_modules import load_script
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
-@functools.cache
 def load_demo():
-    """scripts/demo.py as a module, without writing __pycache__ under scripts/."""
-    spec = importlib.util.spec_from_file_location("demo_script", ROOT / "scripts" / "demo.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    previous, sys.dont_write_bytecode = sys.dont_write_bytecode, True
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.dont_write_bytecode = previous
-    return module
+    """scripts/demo.py as a module."""
+    return load_script("demo")
 
 
 class Lab:

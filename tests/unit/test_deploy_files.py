@@ -28,6 +28,7 @@ from inspector.firewall.commands import Runner
 from inspector.firewall.drivers import DRIVERS
 from inspector.firewall.ruleset import RuleSet
 from tests.conftest import service_unavailable
+from tests.script_modules import load_script
 
 ROOT = pathlib.Path(__file__).parents[2]
 ETC = ROOT / "etc" / "inspector"
@@ -461,13 +462,7 @@ RETRY_LINES = re.compile(
 
 def cluster_haproxy_cfg() -> str:
     """The HAProxy configuration scripts/cluster.py writes, for one server."""
-    spec = importlib.util.spec_from_file_location("cluster_script", ROOT / "scripts" / "cluster.py")
-    module = importlib.util.module_from_spec(spec)
-    previous, sys.dont_write_bytecode = sys.dont_write_bytecode, True
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.dont_write_bytecode = previous
+    module = load_script("cluster")
     server = "    server api-1 127.0.0.1:5051 check"
     return module.HAPROXY_CONFIG.format(socket="/run/haproxy.sock", port=5050, servers=server)
 
