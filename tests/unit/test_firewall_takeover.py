@@ -15,18 +15,11 @@ from inspector.firewall.drivers.dnsmasq import DnsmasqDriver
 from inspector.firewall.manager import FirewallManager
 from inspector.lifecycle import Lifecycle
 from inspector.systemd import Notifier
+from tests.fakes.clock import Clock
 from tests.integration.cluster import wait_for
 from tests.unit.test_firewall_manager import RecordingDriver
 
 DELAY = 15.5
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class ClockedLeadership:

@@ -8,14 +8,7 @@ import uuid
 import pytest
 
 from inspector.systemd import Notifier
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.fakes.clock import Clock
 
 
 @pytest.fixture
@@ -82,7 +75,7 @@ def test_a_vsock_address_is_refused_with_a_warning(caplog):
 
 def test_ready_watchdog_and_stopping_reach_the_socket(systemd):
     path, received = systemd
-    clock = Clock()
+    clock = Clock(100.0)
     notifier = Notifier(path, watchdog_seconds=2.0, clock=clock)
     assert notifier.ready()
     assert notifier.alive()
