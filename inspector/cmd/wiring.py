@@ -153,6 +153,7 @@ def closed_firewall(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> manager.Firew
             watchdog_timeout=group.watchdog_timeout,
             close_timeout=group.close_timeout,
             refresh=refresh,
+            single_host=conf.coordination.single_host,
         ),
     )
     firewall.close_at_start()

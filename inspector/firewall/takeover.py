@@ -53,14 +53,17 @@ def delay(
     watchdog_timeout: float,
     close_timeout: float,
     refresh: float,
+    single_host: bool = False,
 ) -> float:
     """Seconds a new leader waits after taking the lease before it opens. A previous
     holder that still ran its firewall loop when it last renewed its lease either closes
     by itself before the lease can be taken (its trust ends a fifth of the lease early,
     seen within `refresh`), or stopped making progress (frozen, killed, hung) by then:
     systemd kills it at most `watchdog_timeout` later, and its ExecStopPost= closes it
-    within `close_timeout`. No other host in the election (an in-process DLM): none."""
-    if expires_by_itself(driver) or not math.isfinite(lease_seconds):
+    within `close_timeout`. No other host in the election (an in-process DLM, or
+    [coordination] single_host: systemd closes this host's previous process before it
+    starts the next one): none."""
+    if expires_by_itself(driver) or single_host or not math.isfinite(lease_seconds):
         return 0.0
     return watchdog_timeout + close_timeout + refresh
 

@@ -112,8 +112,9 @@ def test_the_delay_is_the_watchdog_the_close_bound_and_a_refresh(tmp_path):
     expiring = RecordingDriver()
     expiring.expiry_resolution = 1.0
     assert takeover.delay(expiring, lease_seconds=3.0, **options) == 0.0
-    # One process (an in-process DLM): no other leader to wait for.
+    # One process (an in-process DLM), one host: no other leader to wait for.
     assert takeover.delay(dnsmasq, lease_seconds=math.inf, **options) == 0.0
+    assert takeover.delay(dnsmasq, lease_seconds=3.0, single_host=True, **options) == 0.0
 
 
 def test_the_wiring_gives_a_dnsmasq_manager_its_delay_by_default(conf, tmp_path):
