@@ -78,9 +78,8 @@ def check_watchdog(notifier: Notifier, driver: Driver, watchdog_timeout: float) 
     if watchdog is None:
         LOG.warning(
             "No systemd watchdog (WatchdogSec= of a Type=notify unit): if this process "
-            "freezes while it leads, the %s driver's PXE service stays open and another "
-            "host opens too after [pxe_filter] watchdog_timeout; run it under the "
-            "shipped unit",
+            "freezes while it leads, its %s driver's PXE service stays open, beside the "
+            "next leader's once that one's wait is over; run it under the shipped unit",
             driver.name,
         )
         return
@@ -92,21 +91,21 @@ def check_watchdog(notifier: Notifier, driver: Driver, watchdog_timeout: float) 
         )
 
 
-def wait(leadership: Leadership, delay: float, *, clock: Callable[[], float]) -> bool:
-    """Wait `delay` seconds from now (by `clock`, which the leadership's waits follow)
-    before opening; False when the leadership ended meanwhile."""
-    if delay <= 0:
+def wait(leadership: Leadership, seconds: float, *, clock: Callable[[], float]) -> bool:
+    """Wait `seconds` from now (by `clock`, which the leadership's waits follow) before
+    opening; False when the leadership ended meanwhile."""
+    if seconds <= 0:
         return True
     since = clock()
     LOG.info(
         "Firewall leader (term %d): opening the PXE service in %.1f s, once the previous "
         "leader is certainly closed",
         leadership.term,
-        delay,
+        seconds,
     )
-    remaining = delay
+    remaining = seconds
     while remaining > 0:
         if leadership.wait(remaining):
             return False
-        remaining = delay - (clock() - since)
+        remaining = seconds - (clock() - since)
     return True
