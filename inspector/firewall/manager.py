@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from inspector.broker import channels
 from inspector.coordination.election import Leadership
 from inspector.errors import FirewallError, InspectorError
-from inspector.firewall import takeover
+from inspector.firewall import demand, takeover
 from inspector.firewall.drivers import Driver
 from inspector.firewall.reporting import Reporting
 from inspector.firewall.ruleset import RuleSet
@@ -80,15 +80,13 @@ class FirewallManager(Reporting):
         #: Told READY=1 by the command, WATCHDOG=1 by the firewall loop, STOPPING=1.
         self.notifier = notifier or Notifier()
         #: Seconds a new leader waits after its election before it opens (takeover.delay).
-        self.takeover_delay = takeover_delay
-        self._clock = clock
-        # Whether the last close failed: the firewall loop is then making no progress.
-        self._cannot_close = False
+        self.takeover_delay, self._clock = takeover_delay, clock
+        self._cannot_close = False  # the last close failed: the loop makes no progress
         self.whitelist = MacList("whitelist")
         self.blacklist = MacList("blacklist")
         self.channel: channels.Channel | None = None
-        #: Run every `_stamp_period` seconds by the firewall thread (firewall.demand).
-        self._stamp: Callable[[], object] | None = None
+        #: Started every `_stamp_period` seconds by the firewall thread (firewall.demand).
+        self._stamp: demand.Aside | None = None
         self._stamp_period = math.inf
         self._pollers: list[Poller] = []
         self._whitelist_poller: Poller | None = None
@@ -158,9 +156,10 @@ class FirewallManager(Reporting):
         )
 
     def stamp_every(self, stamp: Callable[[], object], period: float) -> None:
-        """Call `stamp` every `period` seconds from the firewall thread, leader or not
-        (firewall.demand: this host applies the workers' announcements)."""
-        self._stamp, self._stamp_period = stamp, period
+        """Call `stamp` every `period` seconds, on a thread of its own started by the
+        firewall thread, leader or not (firewall.demand: this host applies the workers'
+        announcements)."""
+        self._stamp, self._stamp_period = demand.Aside(stamp), period
 
     def start(self) -> None:
         if self.channel is not None:
@@ -181,6 +180,8 @@ class FirewallManager(Reporting):
             self._thread.join(CLOSE_BOUND)
         for poller in self._pollers:
             poller.stop()
+        if self._stamp is not None:
+            self._stamp.join(self.retry_interval)
         if self.channel is not None:
             self.channel.stop()
 
@@ -322,9 +323,8 @@ class FirewallManager(Reporting):
                 stamped = time.monotonic()
             verify = time.monotonic() - verified >= VERIFY_PERIOD
             if self._pass(verify) or not self._cannot_close:
-                # The firewall is as desired, or closed: the loop makes progress. A pass
-                # that hangs (a command, a frozen process) or cannot even close says
-                # nothing, and systemd kills the process after WatchdogSec.
+                # As desired, or closed: progress. A pass that hangs (a command, a frozen
+                # process) or cannot close says nothing: systemd kills after WatchdogSec.
                 self.notifier.alive()
             if verify:
                 verified = time.monotonic()

@@ -238,3 +238,19 @@ def test_the_firewall_loop_says_stopping_once_on_shutdown():
     wait_for(lambda: "STOPPING=1" in notifier.sent, 5, 0.01, "STOPPING=1 said")
     manager.stop()
     assert notifier.count("STOPPING=1") == 1
+
+
+def test_a_stamp_that_hangs_neither_stops_the_loop_nor_doubles():
+    """The database the stamp writes to hangs: the loop goes on (and says so)."""
+    driver, notifier = RecordingDriver(), RecordingNotifier()
+    manager, _ = looping(driver, notifier)
+    release, calls = threading.Event(), []
+    manager.stamp_every(lambda: calls.append(1) or release.wait(10), 0.01)
+    try:
+        wait_for(lambda: calls, 5, 0.01, "a stamp")
+        before = notifier.count("WATCHDOG=1")
+        wait_for(lambda: notifier.count("WATCHDOG=1") >= before + 3, 5, 0.01, "WATCHDOG=1")
+        assert len(calls) == 1
+    finally:
+        release.set()
+        manager.stop()
