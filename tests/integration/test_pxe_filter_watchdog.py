@@ -198,6 +198,11 @@ class Hostsdirs:
         if self._thread.ident is not None:
             self._thread.join(10)
 
+    def last_answering(self, host: int) -> float | None:
+        """When `host`'s hostsdir was last seen answering."""
+        seen = [at for at, answering in list(self.samples) if host in answering]
+        return seen[-1] if seen else None
+
     def first_answering(self, since: float, other_than: int) -> float | None:
         for at, answering in list(self.samples):
             if at >= since and set(answering) - {other_than}:
@@ -315,9 +320,10 @@ def test_the_open_host_killed_or_frozen_never_two_hostsdirs_answer(
                 if victim.watchdog_fired_at
                 else ""
             )
-            + f"died after {victim.died_at - moment:.2f} s, hostsdir closed by ExecStopPost "
-            f"{victim.closed_at - victim.died_at:.2f} s later ({victim.closed_at - moment:.2f} s); "
-            f"another host answering after {answered - moment:.2f} s; "
+            + f"died after {victim.died_at - moment:.2f} s; its hostsdir last answering "
+            f"{hostsdirs.last_answering(leader) - moment:.2f} s after, ExecStopPost's "
+            f"`inspector firewall close` done {victim.closed_at - victim.died_at:.2f} s after "
+            f"the death; another host answering after {answered - moment:.2f} s; "
             f"{len(hostsdirs.samples)} hostsdir samples, {len(offers)} DISCOVERs, none twice"
         )
     finally:
