@@ -279,8 +279,8 @@ class FirewallManager(Reporting):
     # -- threads ----------------------------------------------------------------------------
 
     def lead(self, leadership: Leadership) -> None:
-        """Election body: build the whitelist, open, keep the rules current and their
-        expiry refreshed while the leadership lasts; close before returning."""
+        """Election body: wait (takeover), build the whitelist, open, keep the rules and
+        their expiry current while the leadership lasts; close before returning."""
         waited = takeover.wait(leadership, self.takeover_delay, clock=self._clock)
         if waited and self._whitelist_poller is not None:
             self._whitelist_poller.poll()
