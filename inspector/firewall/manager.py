@@ -7,10 +7,9 @@ Fail closed: an error, a shutdown (SIGTERM, a backend given up), a lost lease or
 all end in the closed rule set; a close that fails is retried, never followed by an
 open. A leader that is killed cannot close: its pass rules carry the end of its trust
 in the lease (RuleSet.open_until), and the kernel closes them then, before the DLM can
-give the lease to another host; where the driver cannot expire anything (dnsmasq), a
-new leader waits until the previous one's close is certain (firewall.takeover), and the
-firewall loop tells systemd's watchdog it makes progress, so that a frozen process is
-killed and closed by its unit.
+give the lease to another host; with a driver that cannot (dnsmasq) a new leader waits
+for the previous one's close (firewall.takeover), and the firewall loop feeds systemd's
+watchdog while it progresses: a frozen process is killed, then closed by its unit.
 """
 
 import logging
