@@ -1,0 +1,17 @@
+"""The request deadline ([api] request_timeout), bound around the application from the
+moment a request's headers are read: every backend call made for the request sees it
+(inspector.deadlines), and none starts after it."""
+
+from inspector import deadlines
+
+
+class Bounded:
+    """WSGI middleware: `app` serves each request under a deadline `seconds` away."""
+
+    def __init__(self, app, seconds: float) -> None:
+        self.app = app
+        self.seconds = seconds
+
+    def __call__(self, environ, start_response):
+        with deadlines.bound(self.seconds):
+            return self.app(environ, start_response)
