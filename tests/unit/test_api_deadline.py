@@ -81,3 +81,22 @@ def test_ramdisk_data_is_not_stored_once_the_request_ran_out_of_time(
     assert "time limit" in answer.json["error"]["message"]
     assert store.get_data(node.uuid, processed=False) is None
     assert [r.event for r in queue.requests] == ["inspect"]  # no `continue` for a worker
+
+
+def test_no_continue_is_enqueued_once_the_request_ran_out_of_time(
+    client, ironic, store, queue, clock
+):
+    node = waiting_node(client, ironic, store, {"mac": macs(IPA)})
+    write = store.store_data
+
+    def slow_write(*args, **kwargs):
+        write(*args, **kwargs)
+        clock.now += 4.0  # the data was written as the time ran out
+
+    store.store_data = slow_write
+    answer = client.post("/v1/continue", json=IPA)
+    assert answer.status_code == 503
+    assert "Retry-After" in answer.headers
+    # The data stays unprocessed: no worker is asked; the ramdisk's retry writes it again.
+    assert [r.event for r in queue.requests] == ["inspect"]
+    assert store.get_node(node.uuid).state == "waiting"
