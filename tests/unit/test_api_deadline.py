@@ -9,20 +9,13 @@ from inspector.api import app as app_factory
 from inspector.api import deadline as deadline_module
 from inspector.api import errors as api_errors
 from inspector.errors import ServiceUnavailable
+from tests.fakes.clock import ManualClock
 from tests.unit.test_api_continue import IPA, macs, waiting_node
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
-def clock(monkeypatch) -> Clock:
-    clock = Clock()
+def clock(monkeypatch) -> ManualClock:
+    clock = ManualClock()
     monkeypatch.setattr(deadline_module.Bounded, "clock", staticmethod(clock))
     return clock
 

@@ -9,6 +9,7 @@ from inspector import deadlines
 from inspector.errors import ServiceUnavailable
 from inspector.ironic.connection import connect
 from inspector.ironic.failures import Unreachable
+from tests.fakes.clock import ManualClock
 from tests.unit.test_ironic import (
     NODE,
     RecordingEvent,
@@ -26,16 +27,8 @@ def conf(conf):
     return conf
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 50.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_no_retry_waits_past_the_requests_deadline(conf):
-    clock, shutdown = Clock(), RecordingEvent()
+    clock, shutdown = ManualClock(), RecordingEvent()
     busy = ironic_error(503, "No free conductor workers")
     ironic = client(conf, shutdown, busy, busy, a_node())
     waits = shutdown.wait
@@ -74,7 +67,7 @@ def test_a_hung_ironic_is_given_up_when_the_request_runs_out_of_time(standalone,
 
 def test_no_call_starts_once_the_request_ran_out_of_time(standalone, server):  # noqa: F811
     connection = connect(standalone)
-    clock = Clock()
+    clock = ManualClock()
     with deadlines.bound(1.0, clock):
         clock.now += 1.0
         with pytest.raises(ServiceUnavailable, match="Ironic unavailable"):

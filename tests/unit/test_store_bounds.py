@@ -12,6 +12,7 @@ from inspector.conf import load as load_conf
 from inspector.errors import ServiceUnavailable
 from inspector.store import Store, internals, schema
 from inspector.store.bounds import Bounds, connect_args, mysql_session_settings
+from tests.fakes.clock import ManualClock
 
 POSTGRESQL = "postgresql+psycopg://inspector:s3cret@db.example.com/inspector"
 MYSQL = "mysql+pymysql://inspector:s3cret@db.example.com/inspector"
@@ -139,31 +140,14 @@ def test_a_pymysql_socket_gets_keepalives_and_a_user_timeout():
     assert not internals.bound_mysql_socket(object(), 3.0, 1)  # another driver's
 
 
-@pytest.fixture
-def sqlite_store(tmp_path):
-    url = f"sqlite:///{tmp_path / 'inspector.sqlite'}"
-    schema.upgrade(url)
-    store = Store.from_url(url)
-    yield store
-    store.close()
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def test_no_statement_starts_after_the_requests_deadline(sqlite_store):
-    clock = Clock()
+def test_no_statement_starts_after_the_requests_deadline(store):
+    clock = ManualClock()
     with deadlines.bound(4.0, clock):
-        assert sqlite_store.node_uuids(limit=1) == []  # in time
+        assert store.node_uuids(limit=1) == []  # in time
         clock.now += 4.0
         with pytest.raises(ServiceUnavailable, match="database unavailable: no answer within"):
-            sqlite_store.store_data("n1", {"inventory": {}}, processed=False)
+            store.store_data("n1", {"inventory": {}}, processed=False)
         with pytest.raises(ServiceUnavailable):
-            sqlite_store.get_node("n1")
+            store.get_node("n1")
     # Outside a request: no deadline, nothing refused.
-    assert sqlite_store.get_data("n1", processed=False) is None  # nothing was written
+    assert store.get_data("n1", processed=False) is None  # nothing was written
