@@ -10,7 +10,7 @@ import uuid
 
 import flask
 
-from inspector import errors, request_context
+from inspector import deadlines, errors, request_context
 from inspector.api import auth, intents, params
 from inspector.api.context import services
 from inspector.machine import EXPECTING_DATA, Event
@@ -90,6 +90,9 @@ def _accept(svc):
         intents.record(svc, node_uuid, node, Event.ERROR, reason=message)
         raise errors.BadRequest(message)
     request = intents.new_request(node_uuid, Event.CONTINUE)
+    # Past the request's time limit, no worker is asked to process the data: the
+    # ramdisk, answered 503, posts it again.
+    deadlines.check("queue")
     svc.queue.put(request)
     LOG.info("[node %s req %s] ramdisk data received", node_uuid, request.request_id)
     return {"uuid": node_uuid}

@@ -2,7 +2,8 @@
 
 Owns the retry policy: connection failures, 5xx and 409 NodeLocked are retried
 [ironic] max_retries times, [ironic] retry_interval apart (NodeLocked first after
-0.1 s, doubling up to retry_interval), waiting on the shutdown event.
+0.1 s, doubling up to retry_interval), waiting on the shutdown event; within an API
+request, no retry that would start after its deadline (inspector.deadlines).
 Each method makes one request per attempt (listings one per page), and nothing waits
 for Ironic to reach a state. Requests go as plain REST (inspector.ironic.rest) on our
 connection (inspector.ironic.connection).
@@ -16,6 +17,7 @@ from typing import Any, TypeVar
 
 from oslo_config import cfg
 
+from inspector import deadlines
 from inspector.conf.ironic import GROUP
 from inspector.errors import NotFound, ServiceUnavailable
 from inspector.ironic import failures, rest
@@ -234,7 +236,15 @@ class Ironic:
                 # A node lock is usually held for a moment (a power action): its
                 # retries start short and double up to retry_interval.
                 locked = locked + 1 if failures.is_node_locked(exc) else 0
-                if self._shutdown.wait(self._delay(locked)):
+                delay = self._delay(locked)
+                left = deadlines.remaining()
+                if left is not None and left <= delay:
+                    raise ServiceUnavailable(
+                        f"Ironic is unavailable: cannot {what} within the request's time "
+                        f"limit ({reason})",
+                        service="Ironic",
+                    ) from exc
+                if self._shutdown.wait(delay):
                     raise ServiceUnavailable(
                         f"Ironic is unavailable: gave up trying to {what} on shutdown ({reason})",
                         service="Ironic",
