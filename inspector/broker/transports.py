@@ -24,13 +24,13 @@ class Timeouts:
     """How long the broker may keep a client waiting ([queue] options)."""
 
     #: Seconds for a TCP connection and, on amqp, its AMQP handshake.
-    connect: float = 3.0
+    connect: float = 2.0
     #: Seconds one read or write of an open connection may wait: a publisher confirm, a
     #: declaration, a Redis reply. A hung broker (packets dropped, process frozen) fails
     #: the call after this instead of holding the thread.
     socket: float = 3.0
     #: Seconds a put or a count may take, reconnections and retries included.
-    operation: float = 6.0
+    operation: float = 5.0
 
     @classmethod
     def from_conf(cls, conf: Any) -> "Timeouts":

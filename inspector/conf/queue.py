@@ -35,7 +35,7 @@ OPTS = [
     ),
     cfg.FloatOpt(
         "connect_timeout",
-        default=3.0,
+        default=2.0,
         min=0.1,
         help="Seconds a new connection to the queue's broker may take: the TCP "
         "connection and, on RabbitMQ, the AMQP handshake.",
@@ -51,12 +51,14 @@ OPTS = [
     ),
     cfg.FloatOpt(
         "operation_timeout",
-        default=6.0,
+        default=5.0,
         min=0.1,
         help="Seconds one put to the queue or one count of it (an API request, a worker's "
-        "follow-up, /metrics) may take, reconnections and retries included; then the "
-        "queue counts as unavailable (503 in the API). Keep it under the 10 s a "
-        "ramdisk's post should get its answer in. A worker waiting for requests keeps "
-        "the max_retries x retry_interval budget.",
+        "follow-up, /metrics) may take, reconnections and retries included (on RabbitMQ "
+        "its connects, reads and writes wait at most what is left); then the queue counts "
+        "as unavailable: 503 in the API, and a worker gives up on the queue (its request "
+        "is delivered again). Keep it well under the 10 s a ramdisk's post should be "
+        "answered in. A worker waiting for requests keeps the max_retries x "
+        "retry_interval budget.",
     ),
 ]
