@@ -136,6 +136,10 @@ def test_a_broker_restart_stalls_no_request(
         cluster.check_alive()
 
     after = timer.since(back)
+    print(
+        f"{service}: {len(after)} answers once back, slowest {max(s.seconds for s in after):.3f} s;"
+        f" slowest of all {max(s.seconds for s in timer.samples):.3f} s"
+    )
     assert len(after) > 4 * API_THREADS
     slow = [sample for sample in after if sample.seconds > STALL]
     assert not slow, f"answers slower than {STALL} s once {service} was back: {slow}"
