@@ -1,4 +1,4 @@
-"""[queue] options: the work queue's transport and its retry policy."""
+"""[queue] options: the work queue's transport, its retry policy and its time-outs."""
 
 from oslo_config import cfg
 
@@ -32,5 +32,33 @@ OPTS = [
         help="Redis transport only: seconds after which a request taken by a worker "
         "that died without acknowledging it is delivered again. Keep it above the "
         "longest task; RabbitMQ redelivers as soon as the connection drops.",
+    ),
+    cfg.FloatOpt(
+        "connect_timeout",
+        default=2.0,
+        min=0.1,
+        help="Seconds a new connection to the queue's broker may take: the TCP "
+        "connection and, on RabbitMQ, the AMQP handshake.",
+    ),
+    cfg.FloatOpt(
+        "socket_timeout",
+        default=3.0,
+        min=0.1,
+        help="Seconds one read or write of an open connection may wait: RabbitMQ's "
+        "confirmation of a published request, a queue declaration, a Redis reply (Redis "
+        "waits at least 2 s: its polls last 1 s). A broker that stops answering (packets "
+        "dropped, process frozen) fails the call after this instead of holding the thread.",
+    ),
+    cfg.FloatOpt(
+        "operation_timeout",
+        default=5.0,
+        min=0.1,
+        help="Seconds one put to the queue or one count of it (an API request, a worker's "
+        "follow-up, /metrics) may take, reconnections and retries included (on RabbitMQ "
+        "its connects, reads and writes wait at most what is left); then the queue counts "
+        "as unavailable: 503 in the API, and a worker gives up on the queue (its request "
+        "is delivered again). Keep it well under the 10 s a ramdisk's post should be "
+        "answered in. A worker waiting for requests keeps the max_retries x "
+        "retry_interval budget.",
     ),
 ]
