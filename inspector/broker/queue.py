@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 import kombu.message
 
+from inspector import deadlines
 from inspector.broker.link import Link
 from inspector.broker.links import Links
 from inspector.broker.message import Envelope, MalformedRequest, Request
@@ -139,7 +140,7 @@ class WorkQueue:
         counts = self._links.run(
             "count",
             lambda link: [link.count(lane) for lane in self._links.lanes],
-            budget=self._budget,
+            budget=self._call_budget(),
         )
         return None if None in counts else sum(c for c in counts if c is not None)
 
@@ -150,7 +151,7 @@ class WorkQueue:
         if not self._links.transport.has_visibility_timeout:
             return None
         return self._links.run(
-            "count the unacknowledged of", lambda link: link.in_flight(), budget=self._budget
+            "count the unacknowledged of", lambda link: link.in_flight(), budget=self._call_budget()
         )
 
     def purge(self) -> int:
@@ -158,7 +159,7 @@ class WorkQueue:
         return self._links.run(
             "purge",
             lambda link: sum(link.purge(lane) for lane in self._links.lanes),
-            budget=self._budget,
+            budget=self._call_budget(),
         )
 
     def close(self) -> None:
@@ -197,9 +198,19 @@ class WorkQueue:
             # Its connection is gone, so the broker delivers it again: nothing is lost.
             LOG.warning("%s: a message not handed out will be delivered again: %s", self, exc)
 
+    def _call_budget(self) -> float | None:
+        """How long a put or a count may take: within an API request, `[queue]
+        operation_timeout` or what is left of the request's time limit when less
+        (ServiceUnavailable once it has passed); elsewhere (a worker, a command) None:
+        the retry budget (`max_retries` x `retry_interval`), each connect, read and write
+        still bounded by its own timeout, so a worker rides out a broker restart."""
+        if deadlines.remaining() is None:
+            return None
+        return deadlines.cap(self._budget, "queue")
+
     def _publish(self, name: str, body: str | bytes) -> None:
         action = "publish to" if name == self.queue_name else f"publish to {name} for"
-        self._links.run(action, lambda link: link.publish(name, body), budget=self._budget)
+        self._links.run(action, lambda link: link.publish(name, body), budget=self._call_budget())
 
     def _dead_letter_record(self, body: bytes, reason: str, lane: str) -> str:
         record = {

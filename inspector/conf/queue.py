@@ -53,12 +53,12 @@ OPTS = [
         "operation_timeout",
         default=5.0,
         min=0.1,
-        help="Seconds one put to the queue or one count of it (an API request, a worker's "
-        "follow-up, /metrics) may take, reconnections and retries included (on RabbitMQ "
-        "its connects, reads and writes wait at most what is left); then the queue counts "
-        "as unavailable: 503 in the API, and a worker gives up on the queue (its request "
-        "is delivered again). Keep it well under the 10 s a ramdisk's post should be "
-        "answered in. A worker waiting for requests keeps the max_retries x "
-        "retry_interval budget.",
+        help="Seconds one put to the queue or one count of it may take in an API request "
+        "(/v1/continue, a start or abort, /metrics), reconnections and retries included, "
+        "and never past the request's [api] request_timeout (on RabbitMQ its connects, "
+        "reads and writes wait at most what is left); then the API answers 503. Keep it "
+        "well under the 10 s a ramdisk's post should be answered in. Workers and commands "
+        "keep the max_retries x retry_interval budget, each connect, read and write "
+        "bounded by connect_timeout and socket_timeout.",
     ),
 ]

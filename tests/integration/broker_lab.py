@@ -9,7 +9,6 @@ import dataclasses
 import os
 import pathlib
 import random
-import shutil
 import socket
 import subprocess
 import uuid
@@ -96,27 +95,3 @@ def private_broker(service: str, directory: pathlib.Path) -> Iterator[PrivateBro
         yield broker
     finally:
         broker.stop()
-
-
-@contextlib.contextmanager
-def packets_dropped(port: int) -> Iterator[None]:
-    """Every packet to or from 127.0.0.1:port dropped (a hung broker: connections hang
-    instead of being refused), by an nftables table of its own, deleted afterwards.
-    Only a port the test owns (a TcpProxy's), never a shared service's."""
-    if shutil.which("nft") is None or os.geteuid() != 0:
-        service_unavailable("dropping packets needs nft and root")
-    table = f"inspector_test_drop_{uuid.uuid4().hex[:8]}"
-    rules = (
-        f"table inet {table} {{\n"
-        "  chain input {\n"
-        "    type filter hook input priority -10; policy accept;\n"
-        f"    iif lo tcp dport {port} drop\n"
-        f"    iif lo tcp sport {port} drop\n"
-        "  }\n"
-        "}\n"
-    )
-    subprocess.run(["nft", "-f", "-"], input=rules, text=True, check=True, timeout=10)
-    try:
-        yield
-    finally:
-        subprocess.run(["nft", "delete", "table", "inet", table], check=True, timeout=10)

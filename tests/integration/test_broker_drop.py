@@ -14,8 +14,8 @@ import time
 import pytest
 import requests
 
-from tests.conftest import delete_queues
-from tests.integration.broker_lab import packets_dropped
+from tests.conftest import delete_queues, service_unavailable
+from tests.integration import packet_drop
 from tests.integration.cluster import (
     Deployment,
     ipa_payload,
@@ -47,15 +47,20 @@ class Ramdisk(threading.Thread):
         super().__init__(daemon=True)
         self.url, self.payload, self.until = url, payload, until
         self.answers: list[tuple[float, int]] = []
+        #: The Retry-After of each 503.
+        self.retry_after: list[str | None] = []
         self.stopped = threading.Event()
 
     def run(self) -> None:
         while time.monotonic() < self.until and not self.stopped.is_set():
             started = time.monotonic()
             try:
-                status = requests.post(
+                answer = requests.post(
                     f"{self.url}/v1/continue", json=self.payload, timeout=RAMDISK_TIMEOUT
-                ).status_code
+                )
+                status = answer.status_code
+                if status == 503:
+                    self.retry_after.append(answer.headers.get("Retry-After"))
             except requests.RequestException:
                 status = 0
             self.answers.append((time.monotonic() - started, status))
@@ -67,6 +72,9 @@ class Ramdisk(threading.Thread):
 def test_a_hung_broker_holds_no_post_past_the_bound(
     tmp_path, postgresql_admin, rabbitmq_server, redis_server, ironic_url, ironic_api
 ):
+    problem = packet_drop.usable()
+    if problem:
+        service_unavailable(problem)
     queue_name = f"test-drop-{time.monotonic_ns()}"
     with (
         scratch_database(postgresql_admin) as database_url,
@@ -88,7 +96,7 @@ def test_a_hung_broker_holds_no_post_past_the_bound(
             for node in nodes:
                 start(cluster, node)
             payloads = [ipa_payload(macs(ironic_api, node)) for node in nodes]
-            with packets_dropped(proxy.port):
+            with packet_drop.dropped(proxy.port):
                 dropped_until = time.monotonic() + DROP
                 ramdisks = [Ramdisk(cluster.url, p, dropped_until + 60) for p in payloads]
                 for ramdisk in ramdisks:
@@ -108,3 +116,6 @@ def test_a_hung_broker_holds_no_post_past_the_bound(
     assert max(seconds for seconds, _ in answers) < ANSWER_BOUND, answers
     # The drop was felt: the first posts could not be queued.
     assert any(status == 503 for _, status in answers), answers
+    # Each 503 tells the ramdisk when to post again.
+    retry_after = [value for ramdisk in ramdisks for value in ramdisk.retry_after]
+    assert retry_after and all(value and value.isdigit() for value in retry_after), retry_after

@@ -7,10 +7,14 @@ import contextlib
 import socket
 import threading
 import time
+import uuid
 
 import pytest
 
+from inspector import deadlines
 from inspector.broker import channels, links
+from inspector.broker.message import Request
+from inspector.broker.queue import WorkQueue
 from inspector.errors import ServiceUnavailable
 
 #: Seconds a call that waits for nothing surely takes less than.
@@ -152,3 +156,30 @@ def test_an_announcement_never_waits_for_a_hung_broker():
             channel.publish(channels.INTROSPECTION_ENDED, {"node_uuid": f"n-{number}"})
         assert time.monotonic() - started < SOON
         channel.stop()
+
+
+def _refusing_url() -> str:
+    """A Redis URL on a port nothing listens on: every connection is refused at once."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"redis://127.0.0.1:{port}/0"
+
+
+def test_a_put_is_held_to_the_api_requests_time_a_workers_keeps_its_retries(caplog):
+    """In an API request a put ends with the request's time limit (the API answers 503
+    in time); a worker's put (no request) has every one of its attempts."""
+    queue = WorkQueue(_refusing_url(), "test-budget", max_retries=4, retry_interval=0.1)
+    request = Request(node_uuid=str(uuid.uuid4()), event="inspect")
+    try:
+        with deadlines.bound(0.15), pytest.raises(ServiceUnavailable):
+            queue.put(request)
+        in_request = [r for r in caplog.records if "attempt" in r.getMessage()]
+        caplog.clear()
+        with pytest.raises(ServiceUnavailable):
+            queue.put(request)
+        in_worker = [r for r in caplog.records if "attempt" in r.getMessage()]
+    finally:
+        queue.close()
+    assert len(in_request) == 1
+    assert len(in_worker) == 3
