@@ -72,9 +72,12 @@ class Ironic:
         """The node by UUID or name; NotFound when Ironic has none."""
         if ident in RESERVED_NODE_PATHS:
             raise NotFound(f"Node {ident} was not found in Ironic")
-        node = self._call(
-            f"get node {ident}", lambda http: rest.send(http, "GET", rest.node(ident))
-        )
+        try:
+            node = self._call(
+                f"get node {ident}", lambda http: rest.send(http, "GET", rest.node(ident))
+            )
+        except NotFound as exc:  # Ironic's 404, in ironic-inspector's words (as below)
+            raise NotFound(f"Node {ident} was not found in Ironic") from exc.__cause__
         if not isinstance(node, dict) or "uuid" not in node:
             raise NotFound(f"Node {ident} was not found in Ironic: its path is not a node's")
         return IronicNode.from_ironic(node)

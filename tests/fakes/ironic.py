@@ -90,7 +90,10 @@ class FakeIronic:
 
     def get_node(self, ident: str) -> IronicNode:
         with self._begin("get_node", ident):
-            return self._node(ident)
+            try:
+                return self._node(ident)
+            except NotFound:  # as the real client words Ironic's 404 of a node read
+                raise NotFound(f"Node {ident} was not found in Ironic") from None
 
     def iter_nodes(
         self,
