@@ -48,6 +48,7 @@ OPTS = [
         "power_attempts",
         default=3,
         min=1,
+        max=9,
         help="Requests for one power action at most, the first included: an action "
         "Ironic dropped without an error (its conductor restarted, or another one took "
         "the node over, while it ran) is asked again, through the reboot throttle, until "

@@ -70,5 +70,7 @@ class PowerChecks:
         state = State(node.state)
         event = Event.POWER_OFF_FAILED if state is State.FINISHED else Event.ERROR
         failed = self.machine.advance(state, event)
-        self.end(node, request, failed, request.follow_up(FAILED), outcome.reason)
+        # The check's whole id (the follow-up's cut would leave "power-o"): one per ask.
+        end = request.follow_up(FAILED, request_id=f"{request.request_id}.{FAILED}")
+        self.end(node, request, failed, end, outcome.reason)
         return outcomes.FAILED
