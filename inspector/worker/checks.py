@@ -28,6 +28,7 @@ LEVELS = {
     power.Verdict.PENDING: logging.DEBUG,
     power.Verdict.LOST: logging.DEBUG,
     power.Verdict.MOVED_ON: logging.DEBUG,
+    power.Verdict.IGNORED: logging.INFO,
     power.Verdict.FAILED: logging.ERROR,
 }
 

@@ -43,6 +43,9 @@ class Verdict(enum.StrEnum):
     LOST = "lost"  # Ironic dropped it without an error of its own: ask again
     FAILED = "failed"  # Ironic refused or failed it, or never finished: give up
     MOVED_ON = "moved on"  # the node no longer waits for it (the ramdisk posted, ...)
+    #: A final power-off Ironic failed on a node it has in `enroll` (discovered, maybe
+    #: without power credentials yet): not recorded, as ironic-inspector does.
+    IGNORED = "failed, ignored in enroll"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,6 +99,7 @@ class PowerStatus:
     power_state: str | None
     target_power_state: str | None
     last_error: str | None
+    provision_state: str | None = None
 
 
 def judge(status: PowerStatus, action: Action, elapsed: float, timeout: float) -> Outcome:

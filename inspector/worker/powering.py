@@ -104,9 +104,11 @@ class Powering:
         outcome = power.judge(status, check.action, elapsed, timeout)
         if outcome.verdict is power.Verdict.LOST:
             outcome = self._ask_again(request, check, status.power_state, outcome.reason)
-        if outcome.verdict is power.Verdict.FAILED:
-            return power.Outcome(power.Verdict.FAILED, failure(check.action, outcome.reason))
-        return outcome
+        if outcome.verdict is not power.Verdict.FAILED:
+            return outcome
+        if check.action is power.Action.OFF and status.provision_state == "enroll":
+            return power.Outcome(power.Verdict.IGNORED, outcome.reason)
+        return power.Outcome(power.Verdict.FAILED, failure(check.action, outcome.reason))
 
     def _power_of(self, request: Request) -> power.PowerStatus | None:
         """The node's power fields in Ironic; None when Ironic cannot say now (not
@@ -118,7 +120,9 @@ class Powering:
             return None
         except NotFound as exc:
             return power.PowerStatus(None, None, exc.message)
-        return power.PowerStatus(found.power_state, found.target_power_state, found.last_error)
+        return power.PowerStatus(
+            found.power_state, found.target_power_state, found.last_error, found.provision_state
+        )
 
     def _ask_again(
         self, request: Request, check: power.Check, power_state: str | None, reason: str

@@ -4,6 +4,7 @@ fails or never finishes an action when told) and a real (SQLite) store."""
 
 import contextlib
 import dataclasses
+import logging
 import time
 
 import pytest
@@ -257,6 +258,19 @@ def test_a_final_power_off_refused_is_asked_again_then_recorded(lab):
     assert record.state == State.FINISHED
     assert "check its power management configuration: Ironic refused" in record.error
     assert lab.powers() == [ON, OFF, OFF]
+
+
+def test_a_final_power_off_failed_on_a_node_in_enroll_is_not_recorded(lab, caplog):
+    """As ironic-inspector: a node discovery just enrolled may lack power credentials."""
+    caplog.set_level(logging.INFO, logger="inspector.worker.checks")
+    lab.ironic.nodes[lab.node.uuid] = dataclasses.replace(lab.node, provision_state="enroll")
+    lab.inspect()
+    lab.pump()
+    lab.ironic.plan_power(lab.node.uuid, fake.FAILED, reason="no ipmi_password")
+    lab.finish()
+    assert lab.pump() == []
+    assert lab.record().state == State.FINISHED and lab.record().error is None
+    assert "power action failed, ignored in enroll: Failed to change power state" in caplog.text
 
 
 def test_a_final_power_off_done_is_confirmed(lab):
