@@ -15,6 +15,7 @@ from inspector.errors import Conflict
 from inspector.machine import Event, State
 from inspector.worker import power
 from inspector.worker.handler import Handler
+from inspector.worker.metrics import NoMetrics
 from inspector.worker.power import Action, Check, PowerStatus, Verdict, judge
 from inspector.worker.tasks import Tasks
 from tests import fixtures
@@ -88,6 +89,17 @@ class CountingThrottle:
         yield
 
 
+class RecordingMetrics(NoMetrics):
+    def __init__(self):
+        self.transitions, self.ended = [], []
+
+    def transition(self, event, outcome):
+        self.transitions.append((event, outcome))
+
+    def introspection_ended(self, state, seconds):
+        self.ended.append(state)
+
+
 class Lab:
     """A worker's handler and tasks; `pump` settles the queued requests as workers would
     (a request retried comes back at once: the clock only moves when a test moves it)."""
@@ -98,7 +110,10 @@ class Lab:
         self.queue = RecordingQueue()
         self.throttle = CountingThrottle()
         tasks = Tasks(store, ironic, conf, throttle=self.throttle, clock=self.clock)
-        self.handler = Handler(store, LocalCoordinator(), self.queue, tasks, delay=lambda _: 0)
+        self.metrics = RecordingMetrics()
+        self.handler = Handler(
+            store, LocalCoordinator(), self.queue, tasks, delay=lambda _: 0, metrics=self.metrics
+        )
         self.node = ironic.add_node(power_state=OFF)
         ironic.add_port(self.node.uuid, PXE_MAC)
         self.retried = 0
@@ -246,6 +261,8 @@ def test_a_final_power_off_that_fails_is_recorded_and_the_introspection_stays_fi
         "Failed to change power state to 'power off': BMC unreachable"
     )
     assert lab.powers() == [ON, OFF]
+    assert lab.metrics.ended == ["finished"]  # the note is no second end
+    assert ("check-power", "failed") in lab.metrics.transitions
 
 
 def test_a_final_power_off_refused_is_asked_again_then_recorded(lab):
