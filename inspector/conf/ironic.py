@@ -41,8 +41,10 @@ OPTS = [
         "recorded, the introspection stays finished). The worker checks the node's "
         "power fields meanwhile without a thread waiting (the check goes back to the "
         "queue with the worker's back-off, at most 2 s apart). Counted from each "
-        "request to Ironic; a wait for Ironic to answer at all is not counted. 0: "
-        "power actions are not confirmed (end at [DEFAULT] timeout, as before).",
+        "request to Ironic; a wait for Ironic to answer at all is not counted. Ironic "
+        "itself fails an action after its [conductor] power_state_change_timeout (60 s "
+        "by default): raise this above the time the slowest BMCs take. 0: power actions "
+        "are not confirmed (a lost one ends at [DEFAULT] timeout).",
     ),
     cfg.IntOpt(
         "power_attempts",
