@@ -132,9 +132,10 @@ def slow_lab(tmp_path_factory, delay):
 
 def test_a_final_power_off_ironic_refuses_is_recorded_and_the_introspection_finishes(lab, cluster):
     """disable_power_off makes Ironic refuse every power-off (409): the worker asks once
-    more, then records Ironic's reason on the finished introspection."""
+    more, then records Ironic's reason on the finished introspection. The node is
+    manageable: one in enroll would have its failed power-off only logged."""
     api = cluster.ironic_api
-    node = cluster.new_node()
+    node = api.enroll()["uuid"]
     response = api.session.patch(
         f"{api.url}/v1/nodes/{node}",
         json=[{"op": "replace", "path": "/disable_power_off", "value": True}],
