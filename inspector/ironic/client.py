@@ -3,7 +3,9 @@
 Owns the retry policy: connection failures, 5xx and 409 NodeLocked are retried
 [ironic] max_retries times, [ironic] retry_interval apart (NodeLocked first after
 0.1 s, doubling up to retry_interval), waiting on the shutdown event; within an API
-request, no retry that would start after its deadline (inspector.deadlines).
+request, no retry that would start after its deadline (inspector.deadlines). Retries
+spent on a node Ironic kept locked are Conflict (the node's matter), on anything else
+ServiceUnavailable (Ironic's).
 Each method makes one request per attempt (listings one per page), and nothing waits
 for Ironic to reach a state. Requests go as plain REST (inspector.ironic.rest) on our
 connection (inspector.ironic.connection).
@@ -19,7 +21,7 @@ from oslo_config import cfg
 
 from inspector import deadlines
 from inspector.conf.ironic import GROUP
-from inspector.errors import NotFound, ServiceUnavailable
+from inspector.errors import Conflict, NotFound, ServiceUnavailable
 from inspector.ironic import failures, rest
 from inspector.ironic.connection import connect
 from inspector.ironic.model import IronicNode, IronicPort
@@ -143,7 +145,10 @@ class Ironic:
         )
 
     def set_power_state(self, node_uuid: str, target: str) -> None:
-        """Ask for "power on", "power off" or "rebooting"; returns once Ironic accepted it."""
+        """Ask for "power on", "power off" or "rebooting"; returns once Ironic accepted it
+        (202: its conductor set the node's target_power_state and works in the
+        background; the node's power_state, target_power_state and last_error tell the
+        outcome, see inspector.worker.power)."""
         body = {"target": target}
         self._call(
             f"set the power of node {node_uuid} to {target}",
@@ -231,14 +236,20 @@ class Ironic:
                 reason = failures.retry_reason(exc)
                 if reason is None:
                     raise failures.translate(exc, what) from exc
+                # A node lock is usually held for a moment (a power action): its
+                # retries start short and double up to retry_interval.
+                locked = locked + 1 if failures.is_node_locked(exc) else 0
+                if attempt > self._max_retries and locked:
+                    # Ironic answers, but keeps this node busy: a refusal of this node.
+                    raise Conflict(
+                        f"Ironic refused to {what}: the node stayed locked for "
+                        f"{attempt} attempts ({failures.detail_of(exc)})"
+                    ) from exc
                 if attempt > self._max_retries:
                     raise ServiceUnavailable(
                         f"Ironic is unavailable: cannot {what} after {attempt} attempts ({reason})",
                         service="Ironic",
                     ) from exc
-                # A node lock is usually held for a moment (a power action): its
-                # retries start short and double up to retry_interval.
-                locked = locked + 1 if failures.is_node_locked(exc) else 0
                 delay = self._delay(locked)
                 left = deadlines.remaining()
                 if left is not None and left <= delay:
