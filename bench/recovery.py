@@ -19,8 +19,10 @@ Baseline: the time from the start to `finished` with everything up (median of
 --baseline). Each round then closes the proxy for --outage seconds (connections refused
 and reset, as a stopped service; under the workers' default retry budget of
 `max_retries x retry_interval` = 20 s, so they ride it out), opens it again and at once
-starts a new introspection: the time from the return to its `finished`. Results go to
-JSON and to docs/performance.md.
+starts a new introspection: the time from the return to its `finished`. An outage
+begins only once no worker logged a warning for 5 s: a worker that did not reach the
+backend between two outages would count them as one and give up. Results go to JSON
+and to docs/performance.md.
 """
 
 import argparse
@@ -32,6 +34,7 @@ import pathlib
 import platform
 import random
 import shlex
+import signal
 import statistics
 import subprocess
 import sys
@@ -65,6 +68,8 @@ THREADS = 4
 DEADLINE = 120.0
 #: Seconds between two looks at a state (the API's status, Ironic's power state).
 POLL = 0.1
+#: Seconds without a worker's warning before an outage begins (over two retry intervals).
+SETTLE = 5.0
 #: Attempts of a start answered 503 or refused, as a client sends it again.
 START_ATTEMPTS = 10
 
@@ -120,10 +125,11 @@ class Site:
         return node["uuid"]
 
     def wait(self, node, condition):
+        """The node once condition(node) holds; None after DEADLINE."""
         deadline = time.monotonic() + DEADLINE
         while not condition(state := self._call("GET", f"/nodes/{node}")):
             if time.monotonic() > deadline:
-                raise RuntimeError(f"node {node} not there after {DEADLINE} s: {state}")
+                return None
             time.sleep(POLL)  # polling Ironic with a deadline
         return state
 
@@ -193,16 +199,18 @@ class Driver:
         """One introspection; seconds from `since` (naive UTC) to each of its steps."""
         attempts = start(self.running.url, node)
         accepted = utcnow()
-        self.site.wait(
+        on = self.site.wait(
             node, lambda n: n["power_state"] == "power on" and not n["target_power_state"]
         )
         powered = utcnow()
-        self.ramdisks.boot(node)  # the ramdisk boots once the node is powered on
-        status = final_status(self.running.url, node)
+        status = None
+        if on is not None:
+            self.ramdisks.boot(node)  # the ramdisk boots once the node is powered on
+            status = final_status(self.running.url, node)
         result = {
             "start_attempts": attempts,
             "start_accepted": (accepted - since).total_seconds(),
-            "powered_on": (powered - since).total_seconds(),
+            "powered_on": on and (powered - since).total_seconds(),
             "posts": sum(1 for posted in self.ramdisks.posted if posted[0] == node),
             "post_failures": [list(f[1:]) for f in self.ramdisks.failures if f[0] == node],
             "state": status and status["state"],
@@ -216,12 +224,35 @@ class Driver:
         return result
 
     def after_outage(self, proxy, outage):
-        """The backend away for `outage` seconds, then a new introspection at once."""
+        """The backend away for `outage` seconds, then a new introspection at once; and
+        the workers settled before the next outage."""
         node = self.node()
+        self.settle()
         proxy.cut()
         time.sleep(outage)  # the outage itself: what is measured comes after it
         proxy.restore()
         return self.introspect(node, utcnow())
+
+    def settle(self):
+        """Until no worker logged a warning or an error for SETTLE seconds (a worker still
+        retrying a backend logs one every retry_interval): two outages in a row would
+        count as one to a worker that did not reach the backend in between."""
+        logs = [self.running.workdir / f"worker-{n}.log" for n in range(len(self.running.workers))]
+        count, since = None, time.monotonic()
+        deadline = since + DEADLINE
+        while time.monotonic() - since < SETTLE:
+            current = sum(complaints(log) for log in logs)
+            if current != count:
+                count, since = current, time.monotonic()
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"workers still complaining after {DEADLINE} s: {logs}")
+            time.sleep(POLL)  # polling the logs with a deadline
+
+
+def complaints(log):
+    """Warning and error lines in a log so far."""
+    with open(log, errors="replace") as lines:
+        return sum(1 for line in lines if " WARNING " in line or " ERROR " in line)
 
 
 @contextlib.contextmanager
@@ -320,6 +351,7 @@ def run(args):
             "baseline_introspections": args.baseline,
             "rounds": args.rounds,
             "retry_budget_seconds": 20,
+            "settle_seconds": SETTLE,
         },
         "backends": {},
     }
@@ -375,7 +407,14 @@ def markdown(results):
     return "\n".join(lines) + "\n"
 
 
+def _leave(signum, _frame):
+    raise SystemExit(f"stopped by signal {signum}")  # the finally blocks clean up
+
+
 def main():
+    # Started in the background, SIGINT may be ignored: both signals clean up.
+    signal.signal(signal.SIGTERM, _leave)
+    signal.signal(signal.SIGINT, _leave)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3, help="outages per backend")
     parser.add_argument("--baseline", type=int, default=3, help="introspections all up")
