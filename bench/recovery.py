@@ -362,8 +362,15 @@ def run(args):
     return results
 
 
-def figure(value, suffix=""):
-    return "-" if value is None else f"{value:.1f}{suffix}"
+def figure(value, digits=2, suffix=""):
+    return "-" if value is None else f"{value:.{digits}f}{suffix}"
+
+
+def refusals(rounds):
+    """ "starts / posts" answered with an error or refused after the backend's return."""
+    starts = sum(r["start_attempts"] - 1 for r in rounds)
+    posts = sum(len(r["post_failures"]) for r in rounds)
+    return f"{starts} / {posts}"
 
 
 def markdown(results):
@@ -371,33 +378,35 @@ def markdown(results):
     lines = [
         "## Recovery after a backend returns (`bench/recovery.py`)",
         "",
-        f"One API and {settings['workers']} worker processes (defaults: a retry budget of "
-        f"{settings['retry_budget_seconds']} s per backend); the backend under test reached "
-        f"through a TCP proxy of the benchmark's own, closed for {settings['outage_seconds']:g} s "
-        "(connections refused and reset, as a stopped service) and opened again; at once a "
-        "new introspection is started and its ramdisk posts the real ironic-python-agent "
-        "payload once Ironic shows the node powered on (5 attempts, 5/5/6/12 s apart). "
-        "Recovery: from the backend's return to that introspection's `finished_at`; "
-        "baseline: from the start to `finished_at` with everything up (median of "
-        f"{settings['baseline_introspections']}). {settings['rounds']} rounds per backend, "
-        f"{results['machine']['cpus']} CPUs shared with other work, "
-        f"{results['machine']['when']}.",
+        f"One API and {settings['workers']} worker processes, defaults kept (a retry budget "
+        f"of {settings['retry_budget_seconds']} s per backend); the backend under test "
+        "reached through a TCP proxy of the benchmark's own, closed for "
+        f"{settings['outage_seconds']:g} s (connections refused and reset, as a stopped "
+        "service) and opened again, once the workers had logged no warning for "
+        f"{settings['settle_seconds']:g} s. At once a new introspection is started and its "
+        "ramdisk posts the real ironic-python-agent payload when Ironic shows the node "
+        "powered on (5 attempts, 5/5/6/12 s apart). Recovery: from the backend's return to "
+        "that introspection's `finished_at`; baseline: from the start to `finished_at` with "
+        f"everything up (median of {settings['baseline_introspections']}), through the same "
+        f"proxy. {settings['rounds']} rounds per backend; {results['machine']['cpus']} CPUs "
+        f"shared with other work; {results['machine']['when']}.",
         "",
         "| backend | baseline (s) | recovery median (s) | recovery max (s) "
-        "| ratio (median / baseline) | lost |",
-        "|---|---|---|---|---|---|",
+        "| ratio (median / baseline) | refused after the return (starts / posts) | lost |",
+        "|---|---|---|---|---|---|---|",
     ]
     for backend, result in results["backends"].items():
         recovery = result["recovery"]
         lines.append(
             f"| {backend} ({result['service']}) | {figure(result['baseline']['median'])} "
             f"| {figure(recovery['median'])} | {figure(recovery['max'])} "
-            f"| {figure(recovery.get('ratio'), 'x')} | {recovery['lost']} |"
+            f"| {figure(recovery.get('ratio'), 1, 'x')} | {refusals(recovery['rounds'])} "
+            f"| {recovery['lost']} |"
         )
     lines += [
         "",
-        "Run it (about 3 minutes per backend; results in `bench/results/recovery.json`, "
-        "each round's steps included):",
+        "Run it (a minute and a half per backend; `--backends`, `--outage`, `--rounds`; "
+        "results in `bench/results/recovery.json` with each round's steps):",
         "",
         "```",
         'scripts/services start postgresql redis rabbitmq ironic; eval "$(scripts/services env)"',
