@@ -49,6 +49,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.fleet import ours  # noqa: E402
+from bench.fleet.ironic import HEADERS  # noqa: E402
 from bench.fleet.ramdisk import Ramdisks, load_template, payload  # noqa: E402
 from bench.worker import env, fresh_database, update_doc  # noqa: E402
 from tests.integration.proxy import TcpProxy  # noqa: E402
@@ -60,7 +61,6 @@ BACKENDS = {
     "dlm": ("Redis", "INSPECTOR_TEST_REDIS_URL"),
     "ironic": ("Ironic", "INSPECTOR_TEST_IRONIC_URL"),
 }
-IRONIC_HEADERS = {"X-OpenStack-Ironic-API-Version": "1.81"}
 WORKERS = 2
 THREADS = 4
 #: Seconds one introspection may take before it counts as lost (the ramdisk's retries
@@ -98,7 +98,7 @@ class Site:
     def __init__(self, url):
         self.url = url.rstrip("/") + "/v1"
         self.session = requests.Session()
-        self.session.headers.update(IRONIC_HEADERS)
+        self.session.headers.update(HEADERS)
         self.nodes = {}  # uuid: (mac, bmc)
 
     def _call(self, method, path, body=None):
