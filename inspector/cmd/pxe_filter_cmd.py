@@ -29,16 +29,6 @@ LOG = logging.getLogger(__name__)
 COMMAND = "pxe-filter"
 
 
-def add_parsers(commands) -> None:
-    parser = commands.add_parser(
-        COMMAND,
-        help="run only the HA PXE filter (the firewall and its leader election) on a PXE "
-        "host; with [pxe_filter] whitelist_source = ironic, in place of Ironic's "
-        "ironic-pxe-filter",
-    )
-    parser.set_defaults(run=run)
-
-
 def problems(conf: cfg.ConfigOpts) -> list[str]:
     """Why `inspector pxe-filter` cannot work with conf, each naming the option."""
     found = []

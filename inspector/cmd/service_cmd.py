@@ -23,21 +23,6 @@ LOG = logging.getLogger(__name__)
 TASK_BOUND = 60.0
 
 
-def add_parsers(commands) -> None:
-    api = commands.add_parser("api", help="serve the HTTP API")
-    api.set_defaults(run=run_api)
-    worker = commands.add_parser(
-        "worker", help="run a pool of workers taking transition requests from the queue"
-    )
-    worker.set_defaults(run=run_worker)
-    everything = commands.add_parser(
-        "all",
-        help="API and workers in one process on embedded defaults (SQLite, "
-        "in-process queue and locks, noauth): the first thing to run",
-    )
-    everything.set_defaults(run=run_all)
-
-
 def _load(argv, role: str) -> cfg.ConfigOpts:
     """The configuration of `inspector <role>`, its logging set up, and the role's checks
     (inspector.cmd.roles: what was taken from ironic-inspector's options is logged, a

@@ -1,8 +1,6 @@
 """Wires a worker process from the configuration: its DLM member, its pool of request
 threads, its elections, its PXE firewall, its metrics; the backends it shares with
 the API (store, queue, Ironic) come from inspector.services.
-
-Also the HA guard: processes that must share work refuse in-process backends.
 """
 
 import contextlib
@@ -18,9 +16,7 @@ from inspector.broker import channels
 from inspector.broker.tls import Tls
 from inspector.cmd.elections import Elections
 from inspector.coordination import DLM
-from inspector.coordination import backends as dlm
 from inspector.coordination.election import Election
-from inspector.errors import ConfigError
 from inspector.firewall import demand, drivers, ironic_source, manager, sources
 from inspector.ironic import IronicClient
 from inspector.ironic.lazy import LazyIronic
@@ -41,45 +37,6 @@ from inspector.worker.throttle import RebootThrottle
 from inspector.worker.watchdog import Watchdog
 
 LOG = logging.getLogger(__name__)
-
-
-def check_shared_backends(conf: cfg.ConfigOpts, role: str) -> None:
-    """`inspector api` and `inspector worker` share work with other processes: an
-    in-process queue or lock table would silently split the cluster, and memcached
-    cannot coordinate several hosts. Refuse them, and a DLM Inspector cannot use."""
-    problems = []
-    backend_url = conf.coordination.backend_url
-    if conf.queue.transport_url.startswith("memory:"):
-        problems.append(
-            "[queue] transport_url = memory:// only works inside one process; "
-            "use amqp://... (RabbitMQ) or redis://..."
-        )
-    unusable = dlm.unsupported(backend_url)
-    if unusable:
-        problems.append(unusable)
-    elif backend_url.startswith("memory:"):
-        problems.append(
-            "[coordination] backend_url = memory:// only works inside one process; "
-            "use redis://..., etcd3+http://... or zookeeper://..."
-        )
-    elif dlm.scheme_of(backend_url) == "memcached" and not conf.coordination.single_host:
-        problems.append(
-            "[coordination] backend_url = memcached://... cannot coordinate processes on "
-            "several hosts: memcached is one unreplicated server whose locks live in a "
-            "cache (evicted when full, gone when it restarts), no HA. Across hosts, use "
-            "redis://..., etcd3+http://... or zookeeper://...; if every Inspector "
-            "process runs on this host, set [coordination] single_host = true"
-        )
-    if problems:
-        raise ConfigError(
-            f"`inspector {role}` shares its work with other processes, so:\n  "
-            + "\n  ".join(problems)
-            + "\n(`inspector all` runs everything in one process on these defaults)"
-        )
-    if not conf.database.connection:
-        LOG.warning("Embedded SQLite database: every process must run on this host")
-    if backend_url.startswith("file:"):
-        LOG.warning("file locks only work between processes of this host")
 
 
 def open_coordinator(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> coordination.Coordinator:

@@ -1,6 +1,9 @@
-"""[ironic] options: keystoneauth session/adapter/auth options and the Ironic retry policy."""
+"""[ironic] options: keystoneauth session/adapter/auth options and the Ironic retry policy.
 
-from keystoneauth1 import loading
+keystoneauth (and requests under it) is imported when its options are registered, not
+with this module: a command that reads other groups only does not pay for it.
+"""
+
 from oslo_config import cfg
 
 GROUP = "ironic"
@@ -34,6 +37,8 @@ OPTS = [
 
 
 def register(conf: cfg.ConfigOpts) -> None:
+    from keystoneauth1 import loading  # noqa: PLC0415
+
     conf.register_opts(OPTS, group=GROUP)
     loading.register_session_conf_options(conf, GROUP)
     loading.register_auth_conf_options(conf, GROUP)
@@ -43,6 +48,8 @@ def register(conf: cfg.ConfigOpts) -> None:
 
 def sample_opts() -> list[cfg.Opt]:
     """Our options plus keystoneauth's, with the password plugin's as an example."""
+    from keystoneauth1 import loading  # noqa: PLC0415
+
     opts = list(OPTS)
     opts += loading.get_session_conf_options()
     opts += loading.get_auth_common_conf_options()
