@@ -1,4 +1,8 @@
-"""`inspector api|worker|all`: run the service's processes until SIGTERM or Ctrl-C."""
+"""`inspector api|worker|all`: run the service's processes until SIGTERM or Ctrl-C.
+
+The API (Flask, its middleware, the HTTP server) is imported by the roles that serve it
+only: a worker starts without it.
+"""
 
 import contextlib
 import logging
@@ -7,8 +11,6 @@ from oslo_config import cfg
 
 from inspector import conf as config
 from inspector import services, store
-from inspector.api import app as app_factory
-from inspector.api import server
 from inspector.api.logs import setup_logging
 from inspector.cmd import roles, wiring
 from inspector.errors import ConfigError
@@ -58,6 +60,9 @@ def _require_schema(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> bool:
 
 
 def _serve(conf: cfg.ConfigOpts, lifecycle: Lifecycle, backends: Backends) -> None:
+    from inspector.api import app as app_factory  # noqa: PLC0415 - api and all only
+    from inspector.api import server  # noqa: PLC0415
+
     app = app_factory.create_app(
         conf, store=backends.store, queue=backends.queue, ironic=backends.ironic
     )

@@ -110,13 +110,16 @@ def start_firewall(
     channel: channels.Channel | None,
     budget: Outages,
     lifecycle: Lifecycle,
+    meanwhile: Callable[[], None] | None = None,
 ) -> None:
     """The firewall's sources (polls and channel), its thread, then its election. The
     noop driver polls nothing (nothing would use what the polls read, above all a listing
     of every Ironic port each period) and does not run for the leadership (a noop leader
     would keep every real host's PXE service closed); it answers status requests. A real
     driver with a store stamps that this host applies announcements (firewall.demand)
-    and, if the first to, waits until the announcers have read it before its election."""
+    and, if the first to, waits until the announcers have read it before its election.
+    `meanwhile` runs before that wait: what else the process starts (a worker's pool
+    takes work during it)."""
     group = conf.firewall
     polls = firewall.driver.name != "noop"
     if polls and conf.pxe_filter.whitelist_source == "ironic":  # both lists from Ironic
@@ -145,6 +148,8 @@ def start_firewall(
             wait = stamper.first()
             firewall.stamp_every(stamper, demand.STAMP_PERIOD)
     firewall.start()
+    if meanwhile is not None:
+        meanwhile()
     if wait:
         LOG.info(
             "Waiting %.1f s for the workers to hear that this host applies announcements", wait
@@ -268,18 +273,20 @@ def running_pool(conf: cfg.ConfigOpts, lifecycle: Lifecycle, backends: Backends)
         elections.make(runner.KIND, runner.Runner(db, cleanup, budget)).start()
         if conf.notifications.drivers:
             elections.make(sender.KIND, notification_sender(conf, db, budget)).start()
+        firewall_election = elections.make(manager.KIND, firewall.lead)
+        Watchdog(db, lifecycle, budget).start()
+        if isinstance(metrics, WorkerMetrics):
+            serve_metrics(conf, metrics, elections, firewall, stack)
+        # The pool takes work once the firewall listens, not after its election's wait.
         start_firewall(
             conf,
             firewall,
-            elections.make(manager.KIND, firewall.lead),
+            firewall_election,
             db=db,
             ironic=ironic,
             channel=channel,
             budget=budget,
             lifecycle=lifecycle,
+            meanwhile=pool.start,
         )
-        Watchdog(db, lifecycle, budget).start()
-        if isinstance(metrics, WorkerMetrics):
-            serve_metrics(conf, metrics, elections, firewall, stack)
-        pool.start()
         yield pool
