@@ -139,6 +139,21 @@ def test_config_check_for_a_worker_imports_neither_the_store_nor_the_api(tmp_pat
     }
 
 
+def test_a_worker_and_a_pxe_filter_do_not_import_the_api():
+    code = "import inspector.cmd.service_cmd, inspector.cmd.pxe_filter_cmd"
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    modules = {line.rpartition("|")[2].strip() for line in result.stderr.splitlines()}
+    assert "inspector.cmd.service_cmd" in modules
+    assert not tops(modules) & {"flask", "werkzeug", "cheroot", "keystonemiddleware"}
+
+
 def test_firewall_close_reads_the_files_and_arguments_as_every_command(tmp_path, capsys):
     hostsdir = tmp_path / "hostsdir"
     hostsdir.mkdir()
