@@ -12,7 +12,6 @@ import logging
 from oslo_config import cfg
 
 from inspector import conf as config
-from inspector import services
 from inspector.api.logs import setup_logging
 from inspector.broker import channels
 from inspector.cmd import wiring
@@ -94,6 +93,9 @@ def run(_args, argv) -> int:
         budget = wiring.outages(conf, lifecycle)
         db = None
         if conf.pxe_filter.whitelist_source == "inspector":
+            # The store (SQLAlchemy), imported for this source only.
+            from inspector import services  # noqa: PLC0415
+
             db = services.open_store(conf)
             stack.callback(db.close)
         coordinator = wiring.open_coordinator(conf, lifecycle)

@@ -12,7 +12,7 @@ from oslo_config import cfg
 from inspector import conf as config
 from inspector import services, store
 from inspector.api.logs import setup_logging
-from inspector.cmd import roles, wiring
+from inspector.cmd import roles, wiring, worker_wiring
 from inspector.errors import ConfigError
 from inspector.lifecycle import Lifecycle, settle_heap
 from inspector.services import Backends
@@ -100,7 +100,7 @@ def run_worker(_args, argv) -> int:
         return _stopped(lifecycle)
     with (
         contextlib.closing(services.build_services(conf, lifecycle)) as backends,
-        wiring.running_pool(conf, lifecycle, backends) as pool,
+        worker_wiring.running_pool(conf, lifecycle, backends) as pool,
     ):
         settle_heap()
         lifecycle.shutdown.wait()
@@ -118,7 +118,7 @@ def run_all(_args, argv) -> int:
     # One process: the API shares the workers' store, in-process queue and client.
     with (
         contextlib.closing(services.build_services(conf, lifecycle)) as backends,
-        wiring.running_pool(conf, lifecycle, backends) as pool,
+        worker_wiring.running_pool(conf, lifecycle, backends) as pool,
     ):
         try:
             _serve(conf, lifecycle, backends)

@@ -139,10 +139,10 @@ def test_config_check_for_a_worker_imports_neither_the_store_nor_the_api(tmp_pat
     }
 
 
-def test_a_worker_and_a_pxe_filter_do_not_import_the_api():
-    code = "import inspector.cmd.service_cmd, inspector.cmd.pxe_filter_cmd"
+def imported_by(module: str) -> set[str]:
+    """The modules importing `module` imports (nothing runs)."""
     result = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c", code],
+        [sys.executable, "-X", "importtime", "-c", f"import {module}"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -150,8 +150,24 @@ def test_a_worker_and_a_pxe_filter_do_not_import_the_api():
         check=True,
     )
     modules = {line.rpartition("|")[2].strip() for line in result.stderr.splitlines()}
-    assert "inspector.cmd.service_cmd" in modules
-    assert not tops(modules) & {"flask", "werkzeug", "cheroot", "keystonemiddleware"}
+    assert module in modules
+    return modules
+
+
+#: Flask and what comes with the API: the services that do not serve it do without.
+API = {"flask", "werkzeug", "cheroot", "keystonemiddleware"}
+
+
+def test_a_worker_does_not_import_the_api():
+    assert not tops(imported_by("inspector.cmd.service_cmd")) & API
+
+
+def test_a_pxe_filter_imports_neither_the_api_nor_the_store_nor_the_worker():
+    """The store only with [pxe_filter] whitelist_source = inspector, when it opens it."""
+    modules = imported_by("inspector.cmd.pxe_filter_cmd")
+    assert not tops(modules) & (API | {"sqlalchemy", "alembic", "jsonschema"})
+    ours = ("inspector.store", "inspector.worker", "inspector.processing", "inspector.api.")
+    assert not {name for name in modules - {"inspector.api.logs"} if name.startswith(ours)}
 
 
 def test_firewall_close_reads_the_files_and_arguments_as_every_command(tmp_path, capsys):
