@@ -36,6 +36,7 @@ class Event(enum.StrEnum):
     ERROR = "error"  # a task failed, or the ramdisk reported an error
     REAPPLY = "reapply"  # API: process the stored data again
     ENROLL = "enroll"  # discovery: an unknown node posted its data
+    POWER_OFF_FAILED = "power-off-failed"  # a worker: the final power-off failed (recorded)
 
 
 class Task(enum.StrEnum):
@@ -179,6 +180,13 @@ TABLE: tuple[Row, ...] = (
     Row(S.REAPPLYING, E.FINISH, S.FINISHED, "addition", "automatic F~, reentrant"),
     Row(None, E.ENROLL, S.ENROLLING, "addition", "discovery of an unknown node"),
     Row(S.ENROLLING, E.CONTINUE, S.PROCESSING, "addition", "strict (non-reentrant)"),
+    Row(
+        S.FINISHED,
+        E.POWER_OFF_FAILED,
+        S.FINISHED,
+        "addition",
+        "the final power-off failed: its error recorded, still finished",
+    ),
 )
 del S, E
 

@@ -11,6 +11,7 @@ from oslo_config import cfg
 
 from inspector.broker.queue import WorkQueue
 from inspector.broker.tls import Tls
+from inspector.broker.transports import Timeouts
 from inspector.ironic.lazy import LazyIronic
 from inspector.lifecycle import Lifecycle
 from inspector.store import Store
@@ -47,6 +48,7 @@ def build_services(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> Backends:
             shutdown=lifecycle.shutdown,
             visibility_timeout=conf.queue.visibility_timeout,
             tls=Tls.from_conf(conf),
+            timeouts=Timeouts.from_conf(conf),
         ),
         ironic=LazyIronic(conf, shutdown=lifecycle.shutdown),
     )

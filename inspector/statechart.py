@@ -35,6 +35,13 @@ Rows marked *design* are the original HA design's table, exactly; rows marked
   but the announcement `end`; through the work queue otherwise.
 - The task `end` tells the PXE firewalls that the introspection ended (when they listen
   on the channel); without a channel it does nothing.
+- The power actions of `start` (the power-on) and `process` (the final power-off) are
+  confirmed by *check* requests on the work queue, not by events: a check moves no node
+  while Ironic is at it (it comes back with the worker's back-off), asks Ironic again for
+  an action Ironic lost, and ends the introspection with `error` when Ironic failed or
+  refused the power-on or never finished it within `[ironic] power_confirm_timeout`;
+  a final power-off that failed is recorded with `power-off-failed`, the introspection
+  staying `finished` ([operations](operations.md#power-actions-confirmed)).
 """
 
 

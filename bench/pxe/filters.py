@@ -168,8 +168,12 @@ def ours_config(
             },
             "dnsmasq_pxe_filter": {"dhcp_hostsdir": hostsdir},
             "firewall": firewall,
-            # Its own Redis database: the election's group is not the tests' one.
-            "coordination": {"backend_url": f"{redis_url.rsplit('/', 1)[0]}?db=9"},
+            # Its own Redis database: the election's group is not the tests' one. One
+            # PXE host: its leader opens without waiting for another's close.
+            "coordination": {
+                "backend_url": f"{redis_url.rsplit('/', 1)[0]}?db=9",
+                "single_host": True,
+            },
             "ironic": {"auth_type": "none", "endpoint_override": ironic_url},
         }
     )

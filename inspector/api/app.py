@@ -10,6 +10,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 from inspector.api import (
     auth,
     bodies,
+    deadline,
     errors,
     health,
     introspection,
@@ -59,6 +60,8 @@ def create_app(
     app.config["MAX_CONTENT_LENGTH"] = conf.api.max_request_body_size
     app.json.sort_keys = False
     app.url_map.strict_slashes = False
+    # Innermost: the time a request may spend on the backends starts with the view.
+    app.wsgi_app = deadline.Bounded(app.wsgi_app, conf.api.request_timeout)
     app.extensions[EXTENSION] = Services(
         conf=conf,
         store=store,

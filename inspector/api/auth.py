@@ -24,6 +24,9 @@ PUBLIC_MARKER = "inspector_public_api"
 
 #: Realm of the HTTP basic challenge.
 REALM = "inspector"
+#: Every 401's message: ironic-inspector's (utils.check_auth), whatever was missing or
+#: wrong (the log says which).
+AUTHENTICATION_REQUIRED = "Authentication required"
 
 #: keystonemiddleware's section, and what it needs there to validate tokens.
 KEYSTONE_GROUP = "keystone_authtoken"
@@ -96,7 +99,7 @@ def _basic_identify(users: htpasswd.UserFile) -> Identify:
         # Werkzeug answers None for a missing, non-Basic or undecodable header.
         auth = request.authorization
         if auth is None or auth.type != "basic" or not auth.username:
-            raise Unauthorized("Authentication required: HTTP basic credentials are missing")
+            raise Unauthorized(AUTHENTICATION_REQUIRED)
         user = users.authenticate(auth.username, auth.password or "")
         if user is None:
             LOG.info(
@@ -105,7 +108,7 @@ def _basic_identify(users: htpasswd.UserFile) -> Identify:
                 request.method,
                 request.path,
             )
-            raise Unauthorized("Authentication failed: wrong user name or password")
+            raise Unauthorized(AUTHENTICATION_REQUIRED)  # why: in the log line above
         return RequestContext(
             user_id=user.name,
             user_name=user.name,
@@ -128,7 +131,7 @@ def _keystone_identify(request: flask.Request) -> RequestContext:
     # X-Is-Admin-Project...) are keystonemiddleware's: auth_token strips or overwrites any
     # copy the client sent, and X-Identity-Status says whether it validated a token.
     if request.headers.get("X-Identity-Status") != "Confirmed":
-        raise Unauthorized("Authentication required: a valid Keystone token is needed")
+        raise Unauthorized(AUTHENTICATION_REQUIRED)
     return RequestContext.from_environ(request.environ)
 
 

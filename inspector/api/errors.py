@@ -1,6 +1,6 @@
 """Error mapping: the one place where exceptions become HTTP answers ({"error": {"message"}},
-with Retry-After on a rate limit's 429): Flask's handlers, and `Shield` for the WSGI
-middleware outside Flask (keystonemiddleware's auth_token).
+with Retry-After on a rate limit's 429 and on a backend's 503): Flask's handlers, and
+`Shield` for the WSGI middleware outside Flask (keystonemiddleware's auth_token).
 
 Our own errors answered with a 5xx are logged as one line; unexpected exceptions with
 their stack."""
@@ -17,7 +17,7 @@ from werkzeug.datastructures import EnvironHeaders
 from inspector import redaction
 from inspector.api import request_ids
 from inspector.api.guard import RateLimited
-from inspector.errors import InspectorError
+from inspector.errors import InspectorError, ServiceUnavailable
 
 LOG = logging.getLogger(__name__)
 
@@ -25,6 +25,10 @@ GENERIC_MESSAGE = "An internal error occurred; see the service log for details."
 #: A Content-Length that is no number, whichever of the server and inspector.api.bodies
 #: tells.
 INVALID_LENGTH = "Invalid Content-Length header"
+#: Seconds a client is asked to wait before it sends again a request answered 503
+#: because a backend could not be reached in time: about what a backend's blip lasts,
+#: and shorter than ironic-python-agent's own waits between attempts.
+SERVICE_RETRY_AFTER = 2
 
 
 def error_response(message: str, status: int) -> flask.Response:
@@ -46,6 +50,8 @@ def _on_inspector_error(exc: InspectorError) -> flask.Response:
     response = error_response(exc.message, exc.http_status)
     if isinstance(exc, RateLimited):
         response.headers["Retry-After"] = str(exc.retry_after)
+    elif isinstance(exc, ServiceUnavailable) and exc.http_status == 503:
+        response.headers["Retry-After"] = str(SERVICE_RETRY_AFTER)
     return response
 
 

@@ -103,13 +103,28 @@ def check(svc: Services, node_uuid: str, node: NodeRecord | None, event: Event) 
     try:
         return svc.machine.advance(state, event)
     except errors.InvalidTransition:
-        verb = _VERBS.get(event, event.value)
         if state in ACTIVE_STATES:
-            raise errors.Conflict(
-                f"Cannot {verb} node {node_uuid}: it is busy (introspection state {state})"
-            ) from None
+            raise errors.Conflict(busy(node_uuid, state, event)) from None
+        verb = _VERBS.get(event, event.value)
         where = "it has no introspection" if state is None else f"introspection state {state}"
         raise errors.BadRequest(f"Cannot {verb} node {node_uuid}: {where}") from None
+
+
+def busy(node_uuid: str, state: State, event: Event) -> str:
+    """The 409's message for `event` on a node in an active `state`: ironic-inspector's
+    words where it refused the same request (it held its node lock in every active state
+    but `waiting`), ours saying why otherwise."""
+    if state is not State.WAITING:  # ironic-inspector held its node lock
+        if event is Event.REAPPLY:
+            return "Node locked, please, try again later"  # its process.reapply
+        if event is Event.ABORT:
+            return "Node is locked, please, retry later"  # its introspect.abort
+        if event is Event.INSPECT:  # its node_cache.start_introspection (automaton's)
+            return (
+                f"Can not transition from state '{state}' on event 'start' (no defined transition)"
+            )
+    verb = _VERBS.get(event, event.value)
+    return f"Cannot {verb} node {node_uuid}: its introspection is not finished (state {state})"
 
 
 def record(
@@ -150,7 +165,9 @@ def record(
             arrival = arrive(svc, node_uuid, event, request_id)
             if arrival.replayed:  # its other attempt, at the same time
                 return arrival.node
-        raise errors.Conflict(f"Node {node_uuid} changed meanwhile, try again: {exc}") from exc
+        # exc names the node too: its details go to the log, not into the answer
+        LOG.info("[node %s] %s refused, the node changed meanwhile: %s", node_uuid, event, exc)
+        raise errors.Conflict(f"Node {node_uuid} changed meanwhile, try again") from exc
     if data is not None:
         svc.store.store_data(node_uuid, data, processed=False)
     if snapshot is not None:

@@ -41,8 +41,28 @@ def stored(node_uuid: str):
 def existing(node_uuid: str, node):
     """The node as read; 404 when it has no introspection (None)."""
     if node is None:
-        raise errors.NotFound(f"Introspection for node {node_uuid} was not found")
+        raise errors.NotFound(not_in_cache(node_uuid))
     return node
+
+
+# The messages of ironic-inspector 12.5 for the same situations: clients match on them.
+
+
+def not_in_cache(node_uuid: str) -> str:
+    """ironic-inspector's node_cache.get_node."""
+    return f"Could not find node {node_uuid} in cache"
+
+
+def data_not_found(node_uuid: str, *, processed: bool) -> str:
+    """ironic-inspector's db.api.get_introspection_data."""
+    return f"Introspection data not found for node {node_uuid}, processed={processed}"
+
+
+#: ironic-inspector's main._get_data.
+STORE_DISABLED = (
+    "Inspector is not configured to store data. "
+    "Set the [processing]store_data configuration option to change this."
+)
 
 
 def arrive(node_uuid: str, event: Event) -> intents.Arrival:
@@ -56,9 +76,10 @@ def _check_provision_state(node) -> None:
     if services().conf.processing.permit_active_introspection:
         allowed += ACTIVE_PROVISION_STATES
     if node.provision_state not in allowed:
+        # ironic-inspector's common.ironic.check_provision_state, word for word
         raise errors.BadRequest(
-            f"Invalid provision state for introspection: {node.provision_state!r}, "
-            f"valid states are {', '.join(repr(s) for s in allowed)}"
+            f'Invalid provision state for introspection: "{node.provision_state}", '
+            f'valid states are "{list(allowed)}"'
         )
 
 
@@ -123,12 +144,11 @@ def _data(node_id: str, *, processed: bool):
     params.only()
     svc = services()
     if svc.conf.processing.store_data == "none":
-        raise errors.NotFound("Inspector is not configured to store introspection data")
+        raise errors.NotFound(STORE_DISABLED)
     node_uuid = resolve(node_id)
     data = svc.store.get_data(node_uuid, processed=processed)
     if data is None:
-        kind = "processed" if processed else "unprocessed"
-        raise errors.NotFound(f"No {kind} introspection data stored for node {node_uuid}")
+        raise errors.NotFound(data_not_found(node_uuid, processed=processed))
     return flask.jsonify(data)
 
 
@@ -159,11 +179,14 @@ def reapply(node_id: str):
     arrival = arrive(node_uuid, Event.REAPPLY)
     if arrival.replayed:  # reapplied by this very request: answered as then
         return {}, 202
+    if arrival.node is None and body is None:  # ironic-inspector reads the data first
+        raise errors.NotFound(data_not_found(node_uuid, processed=False))
     node = existing(node_uuid, arrival.node)
     intents.check(svc, node_uuid, node, Event.REAPPLY)
     if body is not None:
         svc.store.store_data(node_uuid, body, processed=False)
     elif svc.store.get_data(node_uuid, processed=False) is None:
-        raise errors.BadRequest(f"No unprocessed introspection data stored for node {node_uuid}")
+        # 404 as ironic-inspector's conductor do_reapply (it reads the data first)
+        raise errors.NotFound(data_not_found(node_uuid, processed=False))
     intents.record(svc, node_uuid, node, Event.REAPPLY, request_id=arrival.request_id)
     return {}, 202

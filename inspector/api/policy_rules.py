@@ -16,11 +16,8 @@ PUBLIC = "rule:public_api"
 
 #: The rules before secure RBAC: the deprecated alternative of each default.
 DEPRECATED_ADMIN = "rule:is_admin"
-DEPRECATED_READER = "rule:is_observer"
-DEPRECATED_REASON = (
-    "The inspector API is now aware of system scope and default roles (and of the service "
-    "role, Ironic's service user)"
-)
+DEPRECATED_READER = "rule:is_admin or rule:is_observer"
+DEPRECATED_REASON = "The inspector API is now aware of system scope and default roles."
 #: The OpenStack release whose ironic-inspector deprecated the old rules (Wallaby), as
 #: upstream's policy file says it.
 DEPRECATED_SINCE = "W"
@@ -28,18 +25,16 @@ DEPRECATED_SINCE = "W"
 BASE_RULES = [
     oslo_policy.RuleDefault(
         "is_admin",
-        "role:admin or role:administrator or role:baremetal_admin or role:service",
-        description="Full read/write API access: start and abort introspection, read "
-        "its data, manage introspection rules. Used only by the deprecated rules.",
+        "role:admin or role:administrator or role:baremetal_admin",
+        description="Full read/write API access",
         deprecated_for_removal=True,
         deprecated_reason=DEPRECATED_REASON,
         deprecated_since=DEPRECATED_SINCE,
     ),
     oslo_policy.RuleDefault(
         "is_observer",
-        "role:reader or role:baremetal_observer or rule:is_admin",
-        description="Read-only API access: introspection status. Used only by the "
-        "deprecated rules.",
+        "role:baremetal_observer",
+        description="Read-only API access",
         deprecated_for_removal=True,
         deprecated_reason=DEPRECATED_REASON,
         deprecated_since=DEPRECATED_SINCE,
@@ -47,12 +42,12 @@ BASE_RULES = [
     oslo_policy.RuleDefault(
         "public_api",
         "is_public_api:True",
-        description="Internal flag set on the routes that need no credentials.",
+        description="Internal flag for public API routes",
     ),
     oslo_policy.RuleDefault(
         "default",
         "!",
-        description="Used for a rule that is not defined anywhere: deny.",
+        description="Default API access policy",
     ),
 ]
 
@@ -98,66 +93,65 @@ OPERATION_RULES = [
         "introspection:continue",
         PUBLIC,
         "Ramdisk callback to continue introspection",
-        "POST /v1/continue",
+        "POST /continue",
     ),
     _operation(
         "introspection:status",
         READER,
         "Get introspection status",
-        "GET /v1/introspection",
-        "GET /v1/introspection/{node_id}",
+        "GET /introspection",
+        "GET /introspection/{node_id}",
         deprecated=DEPRECATED_READER,
     ),
     _operation(
         "introspection:start",
         ADMIN,
         "Start introspection",
-        "POST /v1/introspection/{node_id}",
+        "POST /introspection/{node_id}",
         deprecated=DEPRECATED_ADMIN,
     ),
     _operation(
         "introspection:abort",
         ADMIN,
         "Abort introspection",
-        "POST /v1/introspection/{node_id}/abort",
+        "POST /introspection/{node_id}/abort",
         deprecated=DEPRECATED_ADMIN,
     ),
     _operation(
         "introspection:data",
         ADMIN,
         "Get introspection data",
-        "GET /v1/introspection/{node_id}/data",
-        "GET /v1/introspection/{node_id}/data/unprocessed",
+        "GET /introspection/{node_id}/data",
         deprecated=DEPRECATED_ADMIN,
     ),
     _operation(
         "introspection:reapply",
         ADMIN,
         "Reapply introspection on stored data",
-        "POST /v1/introspection/{node_id}/data/unprocessed",
+        "POST /introspection/{node_id}/data/unprocessed",
         deprecated=DEPRECATED_ADMIN,
     ),
     _operation(
         "introspection:rule:get",
         ADMIN,
         "Get introspection rule(s)",
-        "GET /v1/rules",
-        "GET /v1/rules/{rule_id}",
+        "GET /rules",
+        "GET /rules/{rule_id}",
         deprecated=DEPRECATED_ADMIN,
     ),
     _operation(
         "introspection:rule:delete",
         ADMIN,
         "Delete introspection rule(s)",
-        "DELETE /v1/rules",
-        "DELETE /v1/rules/{rule_id}",
+        "DELETE /rules",
+        "DELETE /rules/{rule_id}",
         deprecated=DEPRECATED_ADMIN,
     ),
     _operation(
         "introspection:rule:create",
         ADMIN,
         "Create introspection rule",
-        "POST /v1/rules",
+        "POST /rules",
         deprecated=DEPRECATED_ADMIN,
     ),
     _operation(

@@ -10,7 +10,7 @@ import uuid
 
 import flask
 
-from inspector import errors, request_context
+from inspector import deadlines, errors, request_context
 from inspector.api import auth, intents, params
 from inspector.api.context import services
 from inspector.machine import EXPECTING_DATA, Event
@@ -41,7 +41,7 @@ def _refused(exc: errors.InspectorError) -> None:
     if not 400 <= exc.http_status < 500:
         return  # 5xx: logged where they are answered
     level = logging.DEBUG if exc.http_status == 429 else logging.WARNING
-    message = exc.message
+    message = exc.message.replace("\n", " ")  # ironic-inspector's lookup errors: 2 lines
     if len(message) > MAX_LOGGED:  # a schema error quotes the value it refused
         message = message[:MAX_LOGGED] + "..."
     LOG.log(
@@ -79,20 +79,33 @@ def _accept(svc):
     request_context.set_node(node_uuid)
     node = found[node_uuid][1]
     if node.state not in EXPECTING_DATA:
-        raise errors.NotFound(
-            f"Node {node_uuid} is not waiting for ramdisk data (state {node.state})"
-        )
+        raise errors.NotFound(_not_expecting(node))
     ramdisk_logs.store(svc.conf, node_uuid, data, logs)
     svc.store.store_data(node_uuid, data, processed=False)
     error = data.get("error")
     if error:
         message = f"Ramdisk reported error: {error}"
         intents.record(svc, node_uuid, node, Event.ERROR, reason=message)
-        raise errors.BadRequest(message)
+        # As ironic-inspector answers it (its ramdisk_error hook's failure)
+        raise errors.BadRequest(f"{lookup.FAILURES}Preprocessing hook ramdisk_error: {message}")
     request = intents.new_request(node_uuid, Event.CONTINUE)
+    # Past the request's time limit, no worker is asked to process the data: the
+    # ramdisk, answered 503, posts it again.
+    deadlines.check("queue")
     svc.queue.put(request)
     LOG.info("[node %s req %s] ramdisk data received", node_uuid, request.request_id)
     return {"uuid": node_uuid}
+
+
+def _not_expecting(node) -> str:
+    """Why data for `node` is refused: ironic-inspector's words (its find_node) for a
+    finished introspection, ours for one still at work."""
+    if node.finished_at is None:
+        return f"Node {node.uuid} is not waiting for ramdisk data (state {node.state})"
+    finished_at = node.finished_at.replace(tzinfo=None)  # as its naive UTC column prints
+    return (
+        f"{lookup.LOOKUP_ERROR}Introspection for node {node.uuid} already finished on {finished_at}"
+    )
 
 
 def _discover(svc, data: dict, logs) -> tuple[dict, int]:

@@ -76,8 +76,12 @@ def validate(body: Any, schema: dict, what: str) -> Any:
     error = jsonschema.exceptions.best_match(validator.iter_errors(body))
     if error is None:
         return body
-    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
-    raise BadRequest(f"Invalid {what}: {('body' + where) if where else 'body'}: {_problem(error)}")
+    path = error.absolute_path
+    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
+    heading = f"Invalid {what}"
+    if what == "rule" and path and path[0] in ("conditions", "actions"):
+        heading = f"Validation failed for {path[0]}"  # ironic-inspector's rules.py words
+    raise BadRequest(f"{heading}: {('body' + where) if where else 'body'}: {_problem(error)}")
 
 
 #: Characters of a refused value that a 400 may quote; a longer one is named by its type.

@@ -19,6 +19,8 @@ MAX_HEADER = "X-OpenStack-Ironic-Inspector-API-Maximum-Version"
 _VERSION = re.compile(r"([0-9]+)\.([0-9]+)")
 #: The longest version header value looked at; longer ones are malformed.
 MAX_VERSION_LENGTH = 32
+#: ironic-inspector's main._get_version: clients match on its words.
+MALFORMED = "Malformed API version: expected string in form of X.Y or latest"
 #: Digits of a version part; a longer number is no version we serve (406).
 MAX_PART_DIGITS = 6
 
@@ -30,23 +32,21 @@ def format_version(version: tuple[int, int]) -> str:
 def parse(text: str) -> tuple[int, int]:
     """'1.12' -> (1, 12); 'latest' -> MAXIMUM. BadRequest or NotAcceptable otherwise."""
     text = text.strip()
-    if len(text) > MAX_VERSION_LENGTH:
-        raise BadRequest(
-            f"Malformed API version {text[:MAX_VERSION_LENGTH]!r}...: longer than "
-            f"{MAX_VERSION_LENGTH} characters"
-        )
+    match = _VERSION.fullmatch(text) if len(text) <= MAX_VERSION_LENGTH else None
     if text.lower() == "latest":
         return MAXIMUM
-    match = _VERSION.fullmatch(text)
     if not match:
-        raise BadRequest(f"Malformed API version {text!r}: expected MAJOR.MINOR or 'latest'")
+        raise BadRequest(MALFORMED)
     if max(len(match[1]), len(match[2])) > MAX_PART_DIGITS:
         version = (MAXIMUM[0] + 1, 0)  # beyond any version served: refused below
+        shown = text
     else:
         version = (int(match[1]), int(match[2]))
+        shown = format_version(version)
     if not MINIMUM <= version <= MAXIMUM:
+        # ironic-inspector's main.check_api_version, word for word
         raise NotAcceptable(
-            f"Unsupported API version {text}: supported versions are "
+            f"Unsupported API version {shown}, supported range is "
             f"{format_version(MINIMUM)} to {format_version(MAXIMUM)}"
         )
     return version

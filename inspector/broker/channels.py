@@ -4,11 +4,15 @@ in-process channel are inspector.broker.announcements'.
 
 Owns oslo.messaging: none of its objects or exceptions leave this module. Delivery is
 best effort: a process that is down, or a broker that is, loses announcements, and the
-polling of Ironic and of the store catches up. Handlers run on the channel's thread.
+polling of Ironic and of the store catches up. Handlers run on the channel's thread;
+announcements are sent by a thread of their own, so a hung broker never holds the
+thread that announces.
 """
 
+import contextlib
 import copy
 import logging
+import queue
 import threading
 import time
 import urllib.parse
@@ -58,6 +62,9 @@ LOG = logging.getLogger(__name__)
 
 #: Publisher id of our notifications.
 PUBLISHER = "inspector"
+#: Announcements waiting for the sending thread at most; more are dropped (and logged)
+#: while the broker does not take them.
+MAX_PENDING = 1000
 
 
 def _oslo_messaging():
@@ -129,6 +136,8 @@ class MessagingChannel(Channel):
             # Publishing must not block a worker while the broker is down.
             retry=0,
         )
+        self._pending: queue.Queue = queue.Queue(MAX_PENDING)
+        threading.Thread(target=self._send_pending, name="channel-publish", daemon=True).start()
         self._started: list = []
         self._listening = threading.Event()
         self._ironic = None
@@ -165,10 +174,26 @@ class MessagingChannel(Channel):
         )
 
     def publish(self, event_type: str, payload: dict) -> None:
+        """Hand the announcement to the sending thread; returns at once."""
         try:
-            self._notifier.info({}, event_type, copy.deepcopy(payload))
-        except Exception as exc:  # oslo.messaging logs delivery failures and returns
-            LOG.warning("Cannot announce %s on %s: %s", event_type, self.description, exc)
+            self._pending.put_nowait((event_type, copy.deepcopy(payload)))
+        except queue.Full:
+            LOG.warning(
+                "Cannot announce %s on %s: %d announcements wait for the broker already",
+                event_type,
+                self.description,
+                MAX_PENDING,
+            )
+
+    def _send_pending(self) -> None:
+        # The notifier's socket waits are bounded by oslo.messaging's
+        # [oslo_messaging_rabbit] heartbeat_timeout_threshold; retry=0: one attempt each.
+        while (item := self._pending.get()) is not None:
+            event_type, payload = item
+            try:
+                self._notifier.info({}, event_type, payload)
+            except Exception as exc:  # oslo.messaging logs delivery failures and returns
+                LOG.warning("Cannot announce %s on %s: %s", event_type, self.description, exc)
 
     def start(self) -> None:
         # In a thread: a listener's start waits until the broker answers, and a worker
@@ -197,6 +222,8 @@ class MessagingChannel(Channel):
         return self._listening.wait(timeout)
 
     def stop(self) -> None:
+        with contextlib.suppress(queue.Full):  # a sender stuck on the broker: a daemon
+            self._pending.put_nowait(None)
         # In parallel: each listener takes up to one poll (about a second) to stop.
         stoppers = [
             threading.Thread(target=self._stop, args=(listener,), daemon=True)

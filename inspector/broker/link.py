@@ -1,26 +1,25 @@
-"""Connections to the broker: one Link per thread, and the Links of one queue and its lanes.
+"""One connection to the broker, its channel and its consumer: a Link, used by one thread.
 
-A kombu connection and channel are not thread-safe, so each thread has its own Link;
-only its thread uses it, except to close it once that thread is gone.
+A kombu connection and channel are not thread-safe, so each thread has its own Link
+(inspector.broker.links keeps them); only its thread uses it, except to close it once
+that thread is gone. A Link says when the broker dropped it while it sat idle.
 """
 
 import collections
+import contextlib
 import logging
+import select
 import threading
-import time
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Iterator
+from typing import Any
 
 import kombu
 import kombu.message
 
 from inspector.broker import transports
 from inspector.broker.tls import DEFAULT_TLS, Tls
-from inspector.errors import ServiceUnavailable
 
 LOG = logging.getLogger(__name__)
-
-T = TypeVar("T")
 
 #: At most this many messages are delivered to one channel (all its lanes) and not settled.
 PREFETCH = 1
@@ -28,10 +27,6 @@ PREFETCH = 1
 PERSISTENT = 2
 #: Shortest wait on the broker: 0 would mean "block" to some transports.
 MIN_POLL = 0.01
-#: Seconds between two looks for links of dead threads (their deliveries go back).
-REAP_INTERVAL = 1.0
-#: Longest pause between two Redis sweeps for messages unacked past the visibility timeout.
-MAX_SWEEP_INTERVAL = 10.0
 
 
 class Link:
@@ -44,11 +39,14 @@ class Link:
         lanes: tuple[str, ...],
         options: dict[str, Any],
         tls: Tls = DEFAULT_TLS,
+        *,
+        timeouts: transports.Timeouts = transports.DEFAULT_TIMEOUTS,
     ) -> None:
         self.transport = transport
         self.lanes = lanes
         self.thread = threading.current_thread()
-        self.connection = transports.connect(url, transport, options, tls)
+        self.timeouts = timeouts
+        self.connection = transports.connect(url, transport, options, tls, timeouts.connect)
         self.recoverable_errors = transports.recoverable_errors(self.connection)
         self.library_errors = transports.library_errors(self.connection)
         self.is_open = False
@@ -61,12 +59,49 @@ class Link:
         # Messages the broker pushed to us (kombu callback) and get() did not return yet.
         self._received: collections.deque[kombu.message.Message] = collections.deque()
 
-    def open(self) -> None:
-        """One connection attempt; raises the library's error when it fails."""
+    def open(self, within: float | None = None) -> None:
+        """One connection attempt, in `within` seconds at most (else the connect timeout);
+        raises the library's error when it fails."""
+        if within is not None:
+            self.connection.connect_timeout = max(MIN_POLL, min(self.timeouts.connect, within))
         self.connection.ensure_connection(max_retries=0, reraise_as_library_errors=False)
         # A channel: Redis pings the server here, so a dead server fails now.
         self._channel = self.connection.channel()
         self.is_open = True
+
+    def is_stale(self) -> bool:
+        """amqp: whether the broker closed or reset this idle connection (a restart).
+
+        Nothing comes unasked on a connection that does not consume (no heartbeats are
+        negotiated): something to read there is the broker's close, its end of file or a
+        reset. Redis needs no look: redis-py replaces a dead pooled connection itself.
+        """
+        if not self.is_open or self._consumer is not None or not self.transport.is_amqp:
+            return False
+        sock = getattr(self._client(), "sock", None)
+        if sock is None:
+            return True
+        pending = getattr(sock, "pending", None)  # TLS: bytes already decrypted
+        try:
+            return bool(pending and pending()) or bool(select.select([sock], [], [], 0)[0])
+        except (OSError, ValueError):  # closed under us
+            return True
+
+    @contextlib.contextmanager
+    def bounded(self, within: float | None) -> Iterator[None]:
+        """amqp: every read and write of the block waits `within` seconds at most (and
+        never more than the socket timeout); Redis keeps its socket timeout."""
+        transport = getattr(self._client(), "transport", None)
+        if within is None or not self.transport.is_amqp or transport is None:
+            yield
+            return
+        with transport.having_timeout(max(MIN_POLL, min(self.timeouts.socket, within))):
+            yield
+
+    def _client(self) -> Any:
+        """The library's own connection (py-amqp's, redis's), None before it is made.
+        Not kombu's `connection` property: that one would connect, with retries."""
+        return getattr(self.connection, "_connection", None)
 
     def queue(self, name: str) -> kombu.Queue:
         return kombu.Queue(name, routing_key=name, durable=True, auto_delete=False)
@@ -176,141 +211,3 @@ class Link:
         self.is_closed = True
         self._received.clear()
         self.connection.collect()
-
-
-class Links:
-    """The links one queue opened, one per thread, opened lazily, retried when they fail.
-
-    Each link consumes every one of `lanes`; `queue_name` names them all in messages.
-    """
-
-    def __init__(
-        self,
-        url: str,
-        queue_name: str,
-        lanes: tuple[str, ...],
-        *,
-        attempts: int,
-        retry_interval: float,
-        shutdown: threading.Event,
-        visibility_timeout: float,
-        tls: Tls = DEFAULT_TLS,
-    ) -> None:
-        self.url = url
-        self.queue_name = queue_name
-        self.lanes = lanes
-        self.transport = transports.select(url)
-        # Its files are checked now: a missing one stops the start, not each connection.
-        tls.kombu_ssl(url)
-        self._tls = tls
-        self._options = self.transport.options(queue_name, visibility_timeout)
-        self._attempts = attempts
-        self._retry_interval = retry_interval
-        self._shutdown = shutdown
-        self._local = threading.local()
-        self._lock = threading.Lock()
-        self._links: list[Link] = []
-        self._closed = False
-        self._sweep_interval = min(visibility_timeout / 2, MAX_SWEEP_INTERVAL)
-        self._next_reap = self._next_sweep = time.monotonic()
-
-    def __str__(self) -> str:
-        return f"{self.transport.name} queue {self.queue_name} at {transports.redact(self.url)}"
-
-    def run(self, action: str, operation: Callable[[Link], T]) -> T:
-        """`operation` on this thread's link, reconnecting after connection errors."""
-        failures = 0
-        while True:
-            link = self._link()
-            try:
-                if not link.is_open:
-                    link.open()
-                return operation(link)
-            except link.recoverable_errors as exc:
-                self._abandon(link)
-                failures += 1
-                if failures >= self._attempts:
-                    raise self.unavailable(action, exc, failures) from exc
-                LOG.warning(
-                    "Cannot %s %s (attempt %d of %d): %s",
-                    action,
-                    self,
-                    failures,
-                    self._attempts,
-                    exc,
-                )
-                if self._shutdown.wait(self._retry_interval):
-                    raise self.unavailable(action, "shutting down") from exc
-            except link.library_errors as exc:
-                self._abandon(link)
-                raise self.unavailable(action, exc) from exc
-
-    def settle(self, link: Link, settle: Callable[[], object]) -> None:
-        """Ack or requeue on the link that received the message: it cannot be retried."""
-        if link.is_closed:
-            raise self.unavailable("acknowledge on", "the connection that received it is gone")
-        try:
-            settle()
-        except link.library_errors as exc:
-            self._abandon(link)
-            raise self.unavailable("acknowledge on", exc) from exc
-
-    def maintain(self) -> None:
-        """Give back what dead threads held; on Redis, sweep for expired unacked messages."""
-        now = time.monotonic()
-        dead: list[Link] = []
-        sweep = False
-        with self._lock:
-            if now >= self._next_reap:
-                self._next_reap = now + REAP_INTERVAL
-                dead = [link for link in self._links if not link.thread.is_alive()]
-                self._links = [link for link in self._links if link not in dead]
-            if self.transport.has_visibility_timeout and now >= self._next_sweep:
-                self._next_sweep = now + self._sweep_interval
-                sweep = True
-        for link in dead:
-            LOG.debug("%s: closing the connection of finished %s", self, link.thread)
-            self._close(link)
-        if sweep:
-            self.run("restore expired messages of", lambda link: link.restore_visible())
-
-    def close(self) -> None:
-        with self._lock:
-            links, self._links = self._links, []
-            self._closed = True
-        for link in links:
-            self._close(link)
-
-    def unavailable(
-        self, action: str, error: object, attempts: int | None = None
-    ) -> ServiceUnavailable:
-        tried = f" after {attempts} attempts" if attempts and attempts > 1 else ""
-        return ServiceUnavailable(
-            f"queue service {self.transport.name} at {transports.redact(self.url)}: "
-            f"cannot {action} queue {self.queue_name}{tried}: {error}",
-            service="queue",
-        )
-
-    def _link(self) -> Link:
-        link: Link | None = getattr(self._local, "link", None)
-        if link is not None and not link.is_closed:
-            return link
-        with self._lock:
-            if self._closed:
-                raise self.unavailable("use", "the queue is closed")
-            link = Link(self.url, self.transport, self.lanes, self._options, self._tls)
-            self._links.append(link)
-        self._local.link = link
-        return link
-
-    def _abandon(self, link: Link) -> None:
-        with self._lock:
-            if link in self._links:
-                self._links.remove(link)
-        link.abandon()
-
-    def _close(self, link: Link) -> None:
-        try:
-            link.close()
-        except link.library_errors as exc:
-            LOG.warning("%s: closing a connection failed: %s", self, exc)

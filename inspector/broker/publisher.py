@@ -18,7 +18,8 @@ from inspector.broker import transports
 from inspector.broker.tls import DEFAULT_TLS, Tls
 from inspector.errors import InspectorError
 
-#: Seconds a connection attempt or a confirm may take.
+#: Seconds a connection attempt, one read or write, or a confirm may take: a hung broker
+#: fails the send after this (it is retried later), never holding the sender for ever.
 TIMEOUT = 10.0
 
 
@@ -42,7 +43,11 @@ class ConfirmedPublisher:
 
     def _connect(self) -> kombu.Connection:
         if self._connection is None:
-            options = {"confirm_publish": True} if self.url.startswith("amqp") else {}
+            options: dict[str, Any] = (
+                {"confirm_publish": True, "read_timeout": TIMEOUT, "write_timeout": TIMEOUT}
+                if self.url.startswith("amqp")
+                else {"socket_timeout": TIMEOUT, "socket_connect_timeout": TIMEOUT}
+            )
             connection = kombu.Connection(
                 self.url,
                 connect_timeout=TIMEOUT,
@@ -92,7 +97,13 @@ class ConfirmedPublisher:
         )
         for routing_key in routing_keys:
             producer.publish(
-                body, routing_key=routing_key, serializer="json", mandatory=True, retry=False
+                body,
+                routing_key=routing_key,
+                serializer="json",
+                mandatory=True,
+                retry=False,
+                timeout=TIMEOUT,
+                confirm_timeout=TIMEOUT,
             )
             # With publisher confirms, publish() waits for the broker's ack, and a
             # returned (unroutable) message arrives before it: `returned` is final here.

@@ -15,9 +15,12 @@ from collections.abc import Callable
 
 import kombu.message
 
-from inspector.broker.link import Link, Links
+from inspector import deadlines
+from inspector.broker.link import Link
+from inspector.broker.links import Links
 from inspector.broker.message import Envelope, MalformedRequest, Request
 from inspector.broker.tls import DEFAULT_TLS, Tls
+from inspector.broker.transports import DEFAULT_TIMEOUTS, Timeouts
 from inspector.errors import ServiceUnavailable
 from inspector.machine import START_EVENTS
 
@@ -43,8 +46,10 @@ class WorkQueue:
 
     Each thread has its own broker connection, opened on first use; `close()` closes
     them all. Connection failures are retried `max_retries` times, `retry_interval`
-    apart (waits on `shutdown`), then raise ServiceUnavailable. On RabbitMQ, `tls`
-    ([oslo_messaging_rabbit], broker.tls) says whether and how they use TLS.
+    apart (waits on `shutdown`), then raise ServiceUnavailable; a put or a count also
+    raises it once `timeouts.operation` is spent, so that an API answer never waits on a
+    hung broker. On RabbitMQ, `tls` ([oslo_messaging_rabbit], broker.tls) says whether
+    and how they use TLS.
     """
 
     def __init__(
@@ -58,8 +63,10 @@ class WorkQueue:
         visibility_timeout: float = 300.0,
         clock: Callable[[], float] = time.time,
         tls: Tls = DEFAULT_TLS,
+        timeouts: Timeouts = DEFAULT_TIMEOUTS,
     ) -> None:
         self.queue_name = queue_name
+        self._budget = timeouts.operation
         self.start_queue_name = queue_name + START_SUFFIX
         self.dead_queue_name = queue_name + DEAD_SUFFIX
         self._shutdown = shutdown or threading.Event()
@@ -73,6 +80,7 @@ class WorkQueue:
             shutdown=self._shutdown,
             visibility_timeout=visibility_timeout,
             tls=tls,
+            timeouts=timeouts,
         )
 
     def __repr__(self) -> str:
@@ -129,11 +137,12 @@ class WorkQueue:
 
     def depth(self) -> int | None:
         """Messages waiting in both lanes (delayed ones included, unacked ones not)."""
-        counts = [
-            self._links.run("count", lambda link, lane=lane: link.count(lane))
-            for lane in self._links.lanes
-        ]
-        return None if None in counts else sum(counts)
+        counts = self._links.run(
+            "count",
+            lambda link: [link.count(lane) for lane in self._links.lanes],
+            budget=self._call_budget(),
+        )
+        return None if None in counts else sum(c for c in counts if c is not None)
 
     def in_flight(self) -> int | None:
         """Requests delivered to a worker and not settled yet, of both lanes (those of a
@@ -141,13 +150,16 @@ class WorkQueue:
         (RabbitMQ keeps the count to itself; the in-process queue has none elsewhere)."""
         if not self._links.transport.has_visibility_timeout:
             return None
-        return self._links.run("count the unacknowledged of", lambda link: link.in_flight())
+        return self._links.run(
+            "count the unacknowledged of", lambda link: link.in_flight(), budget=self._call_budget()
+        )
 
     def purge(self) -> int:
         """Drop every waiting message of both lanes; how many there were."""
-        return sum(
-            self._links.run("purge", lambda link, lane=lane: link.purge(lane))
-            for lane in self._links.lanes
+        return self._links.run(
+            "purge",
+            lambda link: sum(link.purge(lane) for lane in self._links.lanes),
+            budget=self._call_budget(),
         )
 
     def close(self) -> None:
@@ -186,9 +198,19 @@ class WorkQueue:
             # Its connection is gone, so the broker delivers it again: nothing is lost.
             LOG.warning("%s: a message not handed out will be delivered again: %s", self, exc)
 
+    def _call_budget(self) -> float | None:
+        """How long a put or a count may take: within an API request, `[queue]
+        operation_timeout` or what is left of the request's time limit when less
+        (ServiceUnavailable once it has passed); elsewhere (a worker, a command) None:
+        the retry budget (`max_retries` x `retry_interval`), each connect, read and write
+        still bounded by its own timeout, so a worker rides out a broker restart."""
+        if deadlines.remaining() is None:
+            return None
+        return deadlines.cap(self._budget, "queue")
+
     def _publish(self, name: str, body: str | bytes) -> None:
         action = "publish to" if name == self.queue_name else f"publish to {name} for"
-        self._links.run(action, lambda link: link.publish(name, body))
+        self._links.run(action, lambda link: link.publish(name, body), budget=self._call_budget())
 
     def _dead_letter_record(self, body: bytes, reason: str, lane: str) -> str:
         record = {

@@ -13,12 +13,36 @@ import kombu.exceptions
 from inspector.broker.tls import DEFAULT_TLS, Tls
 from inspector.errors import ConfigError
 
-#: Seconds to wait for a TCP connection to the broker.
-CONNECT_TIMEOUT = 5.0
-#: Seconds a Redis command may take; above kombu's 1 s BRPOP so a poll never times out.
-REDIS_SOCKET_TIMEOUT = 10.0
 #: Seconds between two looks at an empty in-memory queue (kombu polls it).
 MEMORY_POLLING_INTERVAL = 0.02
+#: kombu's BRPOP waits this long on Redis: a Redis read must be allowed longer.
+REDIS_BRPOP_TIMEOUT = 1.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Timeouts:
+    """How long the broker may keep a client waiting ([queue] options)."""
+
+    #: Seconds for a TCP connection and, on amqp, its AMQP handshake.
+    connect: float = 2.0
+    #: Seconds one read or write of an open connection may wait: a publisher confirm, a
+    #: declaration, a Redis reply. A hung broker (packets dropped, process frozen) fails
+    #: the call after this instead of holding the thread.
+    socket: float = 3.0
+    #: Seconds a put or a count may take, reconnections and retries included.
+    operation: float = 5.0
+
+    @classmethod
+    def from_conf(cls, conf: Any) -> "Timeouts":
+        group = conf.queue
+        return cls(group.connect_timeout, group.socket_timeout, group.operation_timeout)
+
+    def redis_socket(self) -> float:
+        """Redis's read timeout: above kombu's BRPOP so that an empty poll never fails."""
+        return max(self.socket, REDIS_BRPOP_TIMEOUT + 1.0)
+
+
+DEFAULT_TIMEOUTS = Timeouts()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,10 +65,22 @@ class Transport:
     #: Unacked messages of a dead process come back only after the visibility timeout.
     has_visibility_timeout: bool
 
-    def options(self, queue_name: str, visibility_timeout: float) -> dict[str, Any]:
+    @property
+    def is_amqp(self) -> bool:
+        return self.name == "amqp"
+
+    def options(
+        self, queue_name: str, visibility_timeout: float, timeouts: Timeouts = DEFAULT_TIMEOUTS
+    ) -> dict[str, Any]:
         """kombu transport options for a queue named `queue_name`."""
         if self.name == "amqp":
-            return {"confirm_publish": True}
+            # py-amqp sets them as SO_RCVTIMEO/SO_SNDTIMEO: without them a publisher
+            # confirm or a declaration waits for ever on a broker that stopped answering.
+            return {
+                "confirm_publish": True,
+                "read_timeout": timeouts.socket,
+                "write_timeout": timeouts.socket,
+            }
         if self.name == "redis":
             # The unacked bookkeeping is per queue, not kombu's global keys, so that
             # another kombu application (or another queue) on the same database never
@@ -54,8 +90,9 @@ class Transport:
                 "unacked_key": f"{queue_name}.unacked",
                 "unacked_index_key": f"{queue_name}.unacked_index",
                 "unacked_mutex_key": f"{queue_name}.unacked_mutex",
-                "socket_connect_timeout": CONNECT_TIMEOUT,
-                "socket_timeout": REDIS_SOCKET_TIMEOUT,
+                "socket_connect_timeout": timeouts.connect,
+                "socket_timeout": timeouts.redis_socket(),
+                "socket_keepalive": True,
             }
         return {"polling_interval": MEMORY_POLLING_INTERVAL}
 
@@ -87,14 +124,18 @@ def select(url: str) -> Transport:
 
 
 def connect(
-    url: str, transport: Transport, options: dict[str, Any], tls: Tls = DEFAULT_TLS
+    url: str,
+    transport: Transport,
+    options: dict[str, Any],
+    tls: Tls = DEFAULT_TLS,
+    connect_timeout: float = DEFAULT_TIMEOUTS.connect,
 ) -> kombu.Connection:
     """A kombu Connection object, over TLS as `tls` says for url (broker.tls); nothing is
     sent on the network yet."""
     return kombu.Connection(
         url,
         transport_options=options,
-        connect_timeout=CONNECT_TIMEOUT,
+        connect_timeout=connect_timeout,
         ssl=tls.kombu_ssl(url) or False,
     )
 

@@ -111,6 +111,7 @@ def run(_args, argv) -> int:
             budget=budget,
             lifecycle=lifecycle,
         )
+        firewall.notifier.ready()
         lifecycle.shutdown.wait()
     LOG.info("Stopped (%s)", lifecycle.reason)
     return lifecycle.exit_status

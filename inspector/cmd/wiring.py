@@ -18,9 +18,10 @@ from oslo_config import cfg
 from inspector import coordination
 from inspector.broker import channels
 from inspector.coordination.election import Election
-from inspector.firewall import demand, drivers, ironic_source, manager, sources
+from inspector.firewall import demand, drivers, ironic_source, manager, sources, takeover
 from inspector.ironic import IronicClient
 from inspector.lifecycle import Lifecycle, Outages, RetryPolicy
+from inspector.systemd import Notifier
 
 if TYPE_CHECKING:  # the store (SQLAlchemy): only the processes that open one import it
     from inspector.store import Store
@@ -61,16 +62,32 @@ def member_id(conf: cfg.ConfigOpts) -> str:
 
 
 def closed_firewall(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> manager.FirewallManager:
-    """The process's PXE firewall manager, its driver checked and the port closed."""
+    """The process's PXE firewall manager, its driver checked and the port closed; it
+    tells systemd (READY=1 is the caller's) and, if its driver cannot expire anything,
+    opens only once a previous leader is certainly closed (firewall.takeover)."""
     in_process = conf.coordination.backend_url.startswith("memory:")
+    driver, notifier = drivers.load(conf), Notifier.from_env()
+    lease = math.inf if in_process else conf.coordination.lease_timeout
+    refresh = min(conf.coordination.election_interval, 0.5)
+    group = conf.pxe_filter
+    takeover.check_watchdog(notifier, driver, group.watchdog_timeout)
     firewall = manager.FirewallManager(
-        drivers.load(conf),
+        driver,
         lifecycle,
-        deny_unknown=conf.pxe_filter.deny_unknown_macs,
+        deny_unknown=group.deny_unknown_macs,
         host=conf.host,
         member=member_id(conf),
-        lease_seconds=math.inf if in_process else conf.coordination.lease_timeout,
-        refresh=min(conf.coordination.election_interval, 0.5),
+        lease_seconds=lease,
+        refresh=refresh,
+        notifier=notifier,
+        takeover_delay=takeover.delay(
+            driver,
+            lease_seconds=lease,
+            watchdog_timeout=group.watchdog_timeout,
+            close_timeout=group.close_timeout,
+            refresh=refresh,
+            single_host=conf.coordination.single_host,
+        ),
     )
     firewall.close_at_start()
     return firewall

@@ -180,4 +180,5 @@ def running_pool(conf: cfg.ConfigOpts, lifecycle: Lifecycle, backends: Backends)
             lifecycle=lifecycle,
             meanwhile=pool.start,
         )
+        firewall.notifier.ready()
         yield pool

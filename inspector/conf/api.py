@@ -1,8 +1,13 @@
-"""[api] options: request size limits, /v1/continue hardening, the built-in server."""
+"""[api] options: request size limits, /v1/continue hardening, the built-in server, the
+time a request may take."""
 
 from oslo_config import cfg
 
 GROUP = "api"
+
+#: Seconds after which a request starts no backend call: with the database's own bounds
+#: on one call, every answer within 10 s (docs/configuration.md has the sum).
+REQUEST_TIMEOUT = 4.0
 
 OPTS = [
     cfg.IntOpt(
@@ -38,5 +43,18 @@ OPTS = [
         help="Request threads of the built-in server (`inspector api`, `inspector all`); "
         "it runs 48 more for clients still sending their request, so that a few slow ones "
         "do not hold these.",
+    ),
+    cfg.FloatOpt(
+        "request_timeout",
+        default=REQUEST_TIMEOUT,
+        min=0.5,
+        max=60.0,
+        help="Seconds a request may spend on the backends: past them it starts no "
+        "database statement, no Ironic call and no retry, and is answered 503 with "
+        "Retry-After (a ramdisk retries a 503, not a time-out); an Ironic call waits at "
+        "most what is left. A call already started ends within its own bound, so an "
+        "answer comes within this plus one call's bound: with the defaults "
+        "4 + [database] connect_timeout 2 + max(socket_timeout, statement_timeout) 3 "
+        "= 9 s, under ironic-python-agent's 30 s and a 10 s budget.",
     ),
 ]

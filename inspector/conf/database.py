@@ -1,5 +1,6 @@
 """[database] options: the store's connection URL, retry policy and connection pool
-(oslo.db's names and defaults; oslo.db itself is not used)."""
+(oslo.db's names and defaults; oslo.db itself is not used), and the bounds on how long a
+database may keep a thread waiting (our own names: oslo.db has none)."""
 
 from oslo_config import cfg
 
@@ -13,6 +14,19 @@ MAX_POOL_SIZE = 10
 MAX_OVERFLOW = 20
 #: oslo.db's default.
 CONNECTION_RECYCLE_TIME = 3600
+#: Seconds a thread waits for a connection of a full pool (SQLAlchemy's default is 30).
+POOL_TIMEOUT = 2
+#: Seconds to wait for the server to accept a connection (libpq counts at least 2).
+CONNECT_TIMEOUT = 2
+#: Seconds a connection may go unanswered (data unacknowledged, keepalive probes).
+SOCKET_TIMEOUT = 3.0
+#: Seconds one statement may run on the server.
+STATEMENT_TIMEOUT = 3.0
+#: Seconds a statement may wait for a lock: below STATEMENT_TIMEOUT, so that a lock
+#: wait fails as one.
+LOCK_TIMEOUT = 2.0
+#: Seconds a PostgreSQL session may sit idle inside a transaction.
+IDLE_IN_TRANSACTION_TIMEOUT = 10.0
 
 OPTS = [
     cfg.StrOpt(
@@ -61,11 +75,64 @@ OPTS = [
     ),
     cfg.IntOpt(
         "pool_timeout",
+        default=POOL_TIMEOUT,
         min=0,
         deprecated_opts=[cfg.DeprecatedOpt("sqlalchemy_pool_timeout", group="DATABASE")],
         help="PostgreSQL, MySQL/MariaDB: seconds a thread waits for a connection of a "
         "full pool before the database counts as unavailable (503 in the API, a retry "
-        "in a worker). Unset: SQLAlchemy's 30.",
+        "in a worker). oslo.db leaves it to SQLAlchemy (30 s): longer than an API "
+        "answer may take.",
+    ),
+    cfg.IntOpt(
+        "connect_timeout",
+        default=CONNECT_TIMEOUT,
+        min=1,
+        help="PostgreSQL, MySQL/MariaDB: seconds to wait for the server to accept a new "
+        "connection (libpq waits at least 2). A `connect_timeout` in the connection "
+        "URL wins.",
+    ),
+    cfg.FloatOpt(
+        "socket_timeout",
+        default=SOCKET_TIMEOUT,
+        min=0.5,
+        help="PostgreSQL, MySQL/MariaDB: seconds a connection may go without the server "
+        "acknowledging what was sent or answering TCP keepalive probes (sent after 1 s "
+        "of silence) before it counts as lost: a server that stopped answering (a "
+        "network that drops packets, a frozen host) fails the statement within this "
+        "instead of hanging its thread. The TCP user timeout and keepalives of the "
+        "connection (libpq's `tcp_user_timeout`, `keepalives*`, which the connection URL "
+        "may set instead; PyMySQL's socket, whose `write_timeout` is this and "
+        "`read_timeout` this plus statement_timeout).",
+    ),
+    cfg.FloatOpt(
+        "statement_timeout",
+        default=STATEMENT_TIMEOUT,
+        min=0,
+        help="PostgreSQL, MySQL/MariaDB: seconds one statement may run before the server "
+        "cancels it (0: no limit). PostgreSQL's `statement_timeout`; MariaDB's "
+        "`max_statement_time`; MySQL's `max_execution_time` (SELECT only). Every "
+        "statement of the service is small: one that runs longer waits on something "
+        "wrong. `inspector db upgrade` and the import of an ironic-inspector database "
+        "run without it.",
+    ),
+    cfg.FloatOpt(
+        "lock_timeout",
+        default=LOCK_TIMEOUT,
+        min=0,
+        help="PostgreSQL, MySQL/MariaDB: seconds a statement may wait for a lock held by "
+        "another transaction before it fails (0: no limit). PostgreSQL's "
+        "`lock_timeout`; MySQL's and MariaDB's `innodb_lock_wait_timeout` and "
+        "`lock_wait_timeout` (whole seconds, at least 1).",
+    ),
+    cfg.FloatOpt(
+        "idle_in_transaction_timeout",
+        default=IDLE_IN_TRANSACTION_TIMEOUT,
+        min=0,
+        help="PostgreSQL: seconds a session may sit idle inside a transaction before the "
+        "server ends it, releasing its locks (0: no limit): only a frozen process "
+        "(SIGSTOP, a stalled VM) gets there, and without it would block every process "
+        "that needs the rows it locked until it wakes. PostgreSQL's "
+        "`idle_in_transaction_session_timeout`.",
     ),
     cfg.IntOpt(
         "connection_recycle_time",

@@ -1,4 +1,5 @@
-"""[ironic] options: keystoneauth session/adapter/auth options and the Ironic retry policy.
+"""[ironic] options: keystoneauth session/adapter/auth options, the Ironic retry policy
+and how power actions are confirmed.
 
 keystoneauth (and requests under it) is imported when its options are registered, not
 with this module: a command that reads other groups only does not pay for it.
@@ -32,6 +33,31 @@ OPTS = [
         "but the threads. Ironic answers more slowly, not more, past what its API "
         "processes, conductors and database take: size processes x this to that "
         "(docs/deployment.md).",
+    ),
+    cfg.FloatOpt(
+        "power_confirm_timeout",
+        default=30.0,
+        min=0.0,
+        help="Seconds Ironic gets to finish a power action it accepted (the power-on or "
+        "reboot that boots the ramdisk, the final power-off) before the introspection "
+        "gives up on it: the node goes to error (a final power-off: the failure is "
+        "recorded, the introspection stays finished). The worker checks the node's "
+        "power fields meanwhile without a thread waiting (the check goes back to the "
+        "queue with the worker's back-off, at most 2 s apart). Counted from each "
+        "request to Ironic; a wait for Ironic to answer at all is not counted. Ironic "
+        "itself fails an action after its [conductor] power_state_change_timeout (60 s "
+        "by default): raise this above the time the slowest BMCs take. 0: power actions "
+        "are not confirmed (a lost one ends at [DEFAULT] timeout).",
+    ),
+    cfg.IntOpt(
+        "power_attempts",
+        default=3,
+        min=1,
+        max=9,
+        help="Requests for one power action at most, the first included: an action "
+        "Ironic dropped without an error (its conductor restarted, or another one took "
+        "the node over, while it ran) is asked again, through the reboot throttle, until "
+        "this many were made; then the introspection gives up as for a failed action.",
     ),
 ]
 

@@ -64,6 +64,26 @@ OPTS = [
         "for a narrow sudo rule. Empty: run them directly (the service runs as root).",
     ),
     cfg.FloatOpt(
+        "watchdog_timeout",
+        default=10.0,
+        min=1.0,
+        help="Seconds systemd's watchdog lets the firewall loop of `inspector pxe-filter` "
+        "or `inspector worker` go without progress before it kills the process: the "
+        "unit's WatchdogSec= (the process refuses to start with a longer one). With a "
+        "driver whose openness cannot expire by itself (dnsmasq), a new firewall leader "
+        "waits this plus close_timeout (and half a second) after taking the lease before "
+        "it opens, so that a frozen or killed leader is closed first (docs/firewall.md).",
+    ),
+    cfg.FloatOpt(
+        "close_timeout",
+        default=5.0,
+        min=0.0,
+        help="Seconds within which the unit's ExecStopPost=`inspector firewall close` "
+        "closes a host's PXE service once systemd saw its process die, on a busy host "
+        "too. Counted by a new leader's wait with the dnsmasq driver (see "
+        "watchdog_timeout).",
+    ),
+    cfg.FloatOpt(
         "command_timeout",
         default=30.0,
         min=1.0,

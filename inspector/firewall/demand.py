@@ -102,3 +102,23 @@ class Stamper:
             self.store.stamp(MARKER, self.host)
         except InspectorError as exc:
             LOG.warning("Cannot tell the workers that this host applies announcements: %s", exc)
+
+
+class Aside:
+    """Runs `call` on a thread of its own and returns at once, one call at a time (one
+    still running when the next is due is not doubled): the firewall loop, whose passes
+    systemd's watchdog counts, must not wait for a database that hangs."""
+
+    def __init__(self, call: Callable[[], object]) -> None:
+        self.call = call
+        self._thread: threading.Thread | None = None
+
+    def __call__(self) -> None:
+        if self._thread is not None and self._thread.is_alive():
+            return
+        self._thread = threading.Thread(target=self.call, name="firewall-stamp", daemon=True)
+        self._thread.start()
+
+    def join(self, timeout: float) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout)

@@ -7,7 +7,9 @@ Fail closed: an error, a shutdown (SIGTERM, a backend given up), a lost lease or
 all end in the closed rule set; a close that fails is retried, never followed by an
 open. A leader that is killed cannot close: its pass rules carry the end of its trust
 in the lease (RuleSet.open_until), and the kernel closes them then, before the DLM can
-give the lease to another host.
+give the lease to another host; with a driver that cannot (dnsmasq) a new leader waits
+for the previous one's close (firewall.takeover), and the firewall loop feeds systemd's
+watchdog while it progresses: a frozen process is killed, then closed by its unit.
 """
 
 import logging
@@ -17,13 +19,15 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 
 from inspector.broker import channels
-from inspector.coordination.election import SAFETY, Leadership
-from inspector.errors import ConfigError, FirewallError, InspectorError
+from inspector.coordination.election import Leadership
+from inspector.errors import FirewallError, InspectorError
+from inspector.firewall import demand, takeover
 from inspector.firewall.drivers import Driver
 from inspector.firewall.reporting import Reporting
 from inspector.firewall.ruleset import RuleSet
 from inspector.firewall.sources import Feed, MacList, Poller
 from inspector.lifecycle import Lifecycle, Outages
+from inspector.systemd import Notifier
 
 LOG = logging.getLogger(__name__)
 
@@ -54,6 +58,9 @@ class FirewallManager(Reporting):
         refresh: float = 0.5,
         retry_interval: float = 1.0,
         pause: Callable[[float], object] | None = None,
+        notifier: Notifier | None = None,
+        takeover_delay: float = 0.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.driver = driver
         self.lifecycle = lifecycle
@@ -69,11 +76,16 @@ class FirewallManager(Reporting):
         # Waits between two attempts to close: not on the shutdown flag, since closing
         # matters most precisely when it is set.
         self._pause = pause or threading.Event().wait
+        #: Told READY=1 by the command, WATCHDOG=1 by the firewall loop, STOPPING=1.
+        self.notifier = notifier or Notifier()
+        #: Seconds a new leader waits after its election before it opens (takeover.delay).
+        self.takeover_delay, self._clock = takeover_delay, clock
+        self._cannot_close = False  # the last close failed: the loop makes no progress
         self.whitelist = MacList("whitelist")
         self.blacklist = MacList("blacklist")
         self.channel: channels.Channel | None = None
-        #: Run every `_stamp_period` seconds by the firewall thread (firewall.demand).
-        self._stamp: Callable[[], object] | None = None
+        #: Started every `_stamp_period` seconds by the firewall thread (firewall.demand).
+        self._stamp: demand.Aside | None = None
         self._stamp_period = math.inf
         self._pollers: list[Poller] = []
         self._whitelist_poller: Poller | None = None
@@ -94,14 +106,7 @@ class FirewallManager(Reporting):
     def close_at_start(self) -> None:
         """Check the driver and close the PXE port: the first thing a worker does.
         Raises ConfigError or FirewallError when it cannot: the process must not run."""
-        resolution = self.driver.expiry_resolution
-        trust = self.lease_seconds * SAFETY
-        if resolution is not None and trust - resolution < 2 * self.refresh:
-            raise ConfigError(
-                f"[coordination] lease_timeout = {self.lease_seconds:g} s is too short for "
-                f"the {self.driver.name} driver, whose rules expire to {resolution:g} s: "
-                f"the leader's rules would expire before each refresh; use a longer lease"
-            )
+        takeover.check_lease(self.driver, self.lease_seconds, self.refresh)
         self.driver.check()
         with self._guard:
             self.driver.close()
@@ -150,9 +155,10 @@ class FirewallManager(Reporting):
         )
 
     def stamp_every(self, stamp: Callable[[], object], period: float) -> None:
-        """Call `stamp` every `period` seconds from the firewall thread, leader or not
-        (firewall.demand: this host applies the workers' announcements)."""
-        self._stamp, self._stamp_period = stamp, period
+        """Call `stamp` every `period` seconds, on a thread of its own started by the
+        firewall thread, leader or not (firewall.demand: this host applies the workers'
+        announcements)."""
+        self._stamp, self._stamp_period = demand.Aside(stamp), period
 
     def start(self) -> None:
         if self.channel is not None:
@@ -173,6 +179,8 @@ class FirewallManager(Reporting):
             self._thread.join(CLOSE_BOUND)
         for poller in self._pollers:
             poller.stop()
+        if self._stamp is not None:
+            self._stamp.join(self.retry_interval)
         if self.channel is not None:
             self.channel.stop()
 
@@ -198,18 +206,8 @@ class FirewallManager(Reporting):
             blacklist,
             open=True,
             deny_unknown=self.deny_unknown or not self.allow_unknown(),
-            open_until=self._open_until(leadership),
+            open_until=takeover.open_until(self.driver, leadership),
         )
-
-    def _open_until(self, leadership: Leadership) -> float | None:
-        """The end of the leadership's trust, rounded down to the driver's resolution
-        (so that an unchanged lease is an unchanged rule set); None without expiry."""
-        resolution = self.driver.expiry_resolution
-        until = leadership.trusted_until()
-        if resolution is None or not math.isfinite(until):
-            return None
-        step = max(resolution, 0.01)
-        return math.floor(until / step) * step
 
     def wake(self) -> None:
         """Something changed: apply soon (in the firewall thread)."""
@@ -257,9 +255,10 @@ class FirewallManager(Reporting):
                 self.driver.close()
             except Exception as exc:
                 self._error = getattr(exc, "message", None) or repr(exc)
+                self._cannot_close = True
                 LOG.critical("CANNOT CLOSE THE PXE FIREWALL: %s; retrying", self._error)
                 return False
-            self._applied = None
+            self._applied, self._cannot_close = None, False
             return True
 
     def _close_firmly(self, why: str) -> None:
@@ -279,12 +278,14 @@ class FirewallManager(Reporting):
     # -- threads ----------------------------------------------------------------------------
 
     def lead(self, leadership: Leadership) -> None:
-        """Election body: build the whitelist, open, keep the rules current and their
-        expiry refreshed while the leadership lasts; close before returning."""
-        if self._whitelist_poller is not None:
+        """Election body: wait (takeover), build the whitelist, open, keep the rules and
+        their expiry current while the leadership lasts; close before returning."""
+        waited = takeover.wait(leadership, self.takeover_delay, clock=self._clock)
+        if waited and self._whitelist_poller is not None:
             self._whitelist_poller.poll()
-        if not leadership.valid():
-            # Frozen or slow since the election: the lease may be someone else's now.
+        if not waited or not leadership.valid():
+            # Ended while it waited, or frozen or slow since the election: the lease may
+            # be someone else's now.
             LOG.info("Firewall term %d ended before the PXE service opened", leadership.term)
             return
         with self._guard:
@@ -307,27 +308,42 @@ class FirewallManager(Reporting):
 
     def _run(self) -> None:
         verified = stamped = time.monotonic()
+        stopping = False
         while not self._stopped.is_set():
             self._wake.wait(self.refresh)
             self._wake.clear()
             if self._stopped.is_set():
                 return
+            if not stopping and self.lifecycle.shutdown.is_set():
+                self.notifier.stopping()
+                stopping = True
             if self._stamp is not None and time.monotonic() - stamped >= self._stamp_period:
                 self._stamp()
                 stamped = time.monotonic()
             verify = time.monotonic() - verified >= VERIFY_PERIOD
-            try:
-                if self.sync(verify=verify) and verify:
-                    self.compact()
-            except InspectorError as exc:  # our own error: one line (a stack with debug on)
-                LOG.error(
-                    "The PXE firewall thread failed: %s; closing",
-                    exc.message,
-                    exc_info=LOG.isEnabledFor(logging.DEBUG),
-                )
-                self._close()
-            except Exception:
-                LOG.exception("The PXE firewall thread failed; closing")
-                self._close()
+            if self._pass(verify) or not self._cannot_close:
+                # As desired, or closed: progress. A pass that hangs (a command, a frozen
+                # process) or cannot close says nothing: systemd kills after WatchdogSec.
+                self.notifier.alive()
             if verify:
                 verified = time.monotonic()
+
+    def _pass(self, verify: bool) -> bool:
+        """One pass of the firewall loop: apply what changed (and compact, when verifying);
+        on any error close. True when the firewall is as desired."""
+        try:
+            if self.sync(verify=verify):
+                if verify:
+                    self.compact()
+                return True
+        except InspectorError as exc:  # our own error: one line (a stack with debug on)
+            LOG.error(
+                "The PXE firewall thread failed: %s; closing",
+                exc.message,
+                exc_info=LOG.isEnabledFor(logging.DEBUG),
+            )
+            self._close()
+        except Exception:
+            LOG.exception("The PXE firewall thread failed; closing")
+            self._close()
+        return False

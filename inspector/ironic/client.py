@@ -2,7 +2,10 @@
 
 Owns the retry policy: connection failures, 5xx and 409 NodeLocked are retried
 [ironic] max_retries times, [ironic] retry_interval apart (NodeLocked first after
-0.1 s, doubling up to retry_interval), waiting on the shutdown event.
+0.1 s, doubling up to retry_interval), waiting on the shutdown event; within an API
+request, no retry that would start after its deadline (inspector.deadlines). Retries
+spent on a node Ironic kept locked are Conflict (the node's matter), on anything else
+ServiceUnavailable (Ironic's).
 Each method makes one request per attempt (listings one per page), and nothing waits
 for Ironic to reach a state. Requests go as plain REST (inspector.ironic.rest) on our
 connection (inspector.ironic.connection).
@@ -16,8 +19,9 @@ from typing import Any, TypeVar
 
 from oslo_config import cfg
 
+from inspector import deadlines
 from inspector.conf.ironic import GROUP
-from inspector.errors import NotFound, ServiceUnavailable
+from inspector.errors import Conflict, NotFound, ServiceUnavailable
 from inspector.ironic import failures, rest
 from inspector.ironic.connection import connect
 from inspector.ironic.model import IronicNode, IronicPort
@@ -70,9 +74,12 @@ class Ironic:
         """The node by UUID or name; NotFound when Ironic has none."""
         if ident in RESERVED_NODE_PATHS:
             raise NotFound(f"Node {ident} was not found in Ironic")
-        node = self._call(
-            f"get node {ident}", lambda http: rest.send(http, "GET", rest.node(ident))
-        )
+        try:
+            node = self._call(
+                f"get node {ident}", lambda http: rest.send(http, "GET", rest.node(ident))
+            )
+        except NotFound as exc:  # Ironic's 404, in ironic-inspector's words (as below)
+            raise NotFound(f"Node {ident} was not found in Ironic") from exc.__cause__
         if not isinstance(node, dict) or "uuid" not in node:
             raise NotFound(f"Node {ident} was not found in Ironic: its path is not a node's")
         return IronicNode.from_ironic(node)
@@ -138,7 +145,10 @@ class Ironic:
         )
 
     def set_power_state(self, node_uuid: str, target: str) -> None:
-        """Ask for "power on", "power off" or "rebooting"; returns once Ironic accepted it."""
+        """Ask for "power on", "power off" or "rebooting"; returns once Ironic accepted it
+        (202: its conductor set the node's target_power_state and works in the
+        background; the node's power_state, target_power_state and last_error tell the
+        outcome, see inspector.worker.power)."""
         body = {"target": target}
         self._call(
             f"set the power of node {node_uuid} to {target}",
@@ -226,15 +236,29 @@ class Ironic:
                 reason = failures.retry_reason(exc)
                 if reason is None:
                     raise failures.translate(exc, what) from exc
+                # A node lock is usually held for a moment (a power action): its
+                # retries start short and double up to retry_interval.
+                locked = locked + 1 if failures.is_node_locked(exc) else 0
+                if attempt > self._max_retries and locked:
+                    # Ironic answers, but keeps this node busy: a refusal of this node.
+                    raise Conflict(
+                        f"Ironic refused to {what}: the node stayed locked for "
+                        f"{attempt} attempts ({failures.detail_of(exc)})"
+                    ) from exc
                 if attempt > self._max_retries:
                     raise ServiceUnavailable(
                         f"Ironic is unavailable: cannot {what} after {attempt} attempts ({reason})",
                         service="Ironic",
                     ) from exc
-                # A node lock is usually held for a moment (a power action): its
-                # retries start short and double up to retry_interval.
-                locked = locked + 1 if failures.is_node_locked(exc) else 0
-                if self._shutdown.wait(self._delay(locked)):
+                delay = self._delay(locked)
+                left = deadlines.remaining()
+                if left is not None and left <= delay:
+                    raise ServiceUnavailable(
+                        f"Ironic is unavailable: cannot {what} within the request's time "
+                        f"limit ({reason})",
+                        service="Ironic",
+                    ) from exc
+                if self._shutdown.wait(delay):
                     raise ServiceUnavailable(
                         f"Ironic is unavailable: gave up trying to {what} on shutdown ({reason})",
                         service="Ironic",

@@ -31,7 +31,7 @@ from keystoneauth1 import loading, noauth
 from keystoneauth1 import session as ks_session
 from oslo_config import cfg
 
-from inspector import __version__, request_context
+from inspector import __version__, deadlines, request_context
 from inspector.conf.ironic import GROUP
 from inspector.errors import ConfigError
 from inspector.ironic import transport
@@ -120,14 +120,16 @@ class Connection:
         }
         if payload is not None:
             headers["Content-Type"] = "application/json"
+        # Within an API request, no longer than what its deadline leaves.
+        timeout = deadlines.cap(self._timeout, "Ironic")
         started = time.monotonic()
         try:
-            status, body, reply_headers = origin.request(method, target, payload, headers)
+            status, body, reply_headers = origin.request(method, target, payload, headers, timeout)
         except ssl.SSLError as exc:
             # A certificate refused, a protocol mismatch: sending again will not help.
             raise Unreachable(f"TLS failed: {exc}", retriable=False) from exc
         except TimeoutError as exc:
-            raise Unreachable(f"{method} {target}: timed out after {self._timeout} s") from exc
+            raise Unreachable(f"{method} {target}: timed out after {timeout:.1f} s") from exc
         except transport.FAILURES as exc:
             raise Unreachable(f"{method} {target}: {exc or type(exc).__name__}") from exc
         if LOG.isEnabledFor(logging.DEBUG):

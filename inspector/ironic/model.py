@@ -21,6 +21,10 @@ class IronicNode:
     extra: dict
     maintenance: bool
     inspect_interface: str | None
+    #: The power state a power action under way is to reach; None when none is.
+    target_power_state: str | None = None
+    #: Ironic's message about the node's last failed action (power, provisioning).
+    last_error: str | None = None
 
     @classmethod
     def from_ironic(cls, data: Mapping[str, Any]) -> "IronicNode":
@@ -36,6 +40,8 @@ class IronicNode:
             extra=dict(data.get("extra") or {}),
             maintenance=bool(data.get("maintenance")),
             inspect_interface=data.get("inspect_interface"),
+            target_power_state=data.get("target_power_state"),
+            last_error=data.get("last_error"),
         )
 
 

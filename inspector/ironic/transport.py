@@ -54,11 +54,18 @@ class Origin:
         self._proxy_headers = _proxy_authorization(self.proxy)
 
     def request(
-        self, method: str, target: str, body: bytes | None, headers: dict[str, str]
+        self,
+        method: str,
+        target: str,
+        body: bytes | None,
+        headers: dict[str, str],
+        timeout: float | None = None,
     ) -> tuple[int, bytes, Any]:
         """(status, body, headers) of one request; raises one of FAILURES when no whole
-        answer came (the connection is then dropped)."""
+        answer came (the connection is then dropped). `timeout` (default: the Origin's)
+        bounds connecting and each wait for the server's bytes."""
         connection = self._checkout()
+        _set_timeout(connection, self.timeout if timeout is None else timeout)
         if self._prefix:
             headers = {**headers, **self._proxy_headers}
         try:
@@ -136,6 +143,14 @@ def tls_context(verify: bool | str, cert: Any, ca_bundle: str) -> ssl.SSLContext
 def _close_all(connections: list[http.client.HTTPConnection]) -> None:
     for connection in connections:
         connection.close()
+
+
+def _set_timeout(connection: http.client.HTTPConnection, timeout: float) -> None:
+    """The timeout of the connection's next request: its connecting and, on a kept-alive
+    socket, each wait for the server."""
+    connection.timeout = timeout
+    if connection.sock is not None:
+        connection.sock.settimeout(timeout)
 
 
 def _dropped(connection: http.client.HTTPConnection) -> bool:

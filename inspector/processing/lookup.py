@@ -49,20 +49,32 @@ class LookupFailed(NotFound):
         self.ambiguous = ambiguous
 
 
+#: How ironic-inspector's process.process answers a ramdisk whose data it refused
+#: before processing (lookup or a pre-processing hook), its failures following.
+FAILURES = "The following failures happened during running pre-processing hooks:\n"
+#: ... when the failure is the lookup's (its process._find_node_info).
+LOOKUP_ERROR = FAILURES + "Look up error: "
+
+
 def choose(matches: dict[str, int], attributes: dict[str, list[str]]) -> str:
-    """The node uuid with the most matching attributes; NotFound for none or a tie."""
+    """The node uuid with the most matching attributes; NotFound for none or a tie, in
+    ironic-inspector's words (its node_cache.find_node)."""
     if not matches:
-        raise LookupFailed(f"Could not find a node for attributes {_describe(attributes)}")
+        raise LookupFailed(
+            f"{LOOKUP_ERROR}Could not find a node for attributes {_describe(attributes)}"
+        )
     best = max(matches.values())
     winners = sorted(uuid for uuid, count in matches.items() if count == best)
     if len(winners) > 1:
         raise LookupFailed(
-            f"Multiple nodes match attributes {_describe(attributes)} equally: "
-            f"{', '.join(winners)}",
+            f"{LOOKUP_ERROR}Multiple nodes match the same number of attributes "
+            f"{_describe(attributes)}: {winners}",
             ambiguous=True,
         )
     return winners[0]
 
 
 def _describe(attributes: dict[str, list[str]]) -> str:
-    return "; ".join(f"{name} {', '.join(values)}" for name, values in attributes.items() if values)
+    """As ironic-inspector prints its find_node(bmc_address=..., mac=...) arguments (a
+    repr: a value the ramdisk sent cannot break the line)."""
+    return repr({BMC: attributes.get(BMC, []), MAC: attributes.get(MAC, [])})

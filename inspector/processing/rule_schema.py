@@ -1,5 +1,8 @@
 """The vocabulary of introspection rules: condition operators, actions, their parameters,
 and the validation of a rule document sent to POST /v1/rules. Evaluation lives elsewhere.
+
+Refusals are worded as ironic-inspector 12.5's rules.py words them where it refuses the
+same, and say where the problem is after its headings otherwise.
 """
 
 import ipaddress
@@ -38,10 +41,41 @@ ACTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 PATTERN_OPS = ("matches", "contains")
 MULTIPLE = ("any", "all", "first")
 RULE_KEYS = {"uuid", "description", "conditions", "actions", "scope"}
+#: Longest scope a rule may have (ironic-inspector's column, and ours).
+MAX_SCOPE_LENGTH = 255
 
 
 def _fail(where: str, message: str) -> None:
+    group = where.partition("[")[0]
+    if group in ("conditions", "actions"):  # ironic-inspector's rules._validate_<group>
+        raise BadRequest(f"Validation failed for {group}: {where}: {message}")
     raise BadRequest(f"Invalid rule: {where}: {message}")
+
+
+def _refuse_parameters(kind: str, name: str, missing: list[str], unexpected: list[str]) -> None:
+    """ironic-inspector's words (plugins.base.WithValidation.validate, in its
+    rules._validate_conditions and _validate_actions) for missing or extra parameters."""
+    problems = []
+    if missing:
+        problems.append(f"missing required parameter(s): {', '.join(missing)}")
+    if unexpected:
+        problems.append(f"unexpected parameter(s): {', '.join(unexpected)}")
+    if problems:
+        raise BadRequest(f"Invalid parameters for {kind} {name}: {'; '.join(problems)}")
+
+
+def _check_field(field: str) -> None:
+    """A condition's field, parsed as evaluation parses it; refused in ironic-inspector's
+    words (its rules._validate_conditions)."""
+    scheme, sep, _ = field.partition("://")
+    if sep and scheme not in rule_conditions.SCHEMES:
+        raise BadRequest(
+            f"Unsupported scheme for field: {scheme}, valid values are node:// or data://"
+        )
+    try:
+        rule_conditions.parse_field(field)
+    except ValueError as exc:
+        raise BadRequest(f"Unable to parse field JSON path {field}: {exc}") from None
 
 
 def _check_condition(index: int, condition: Any) -> dict[str, Any]:
@@ -54,35 +88,36 @@ def _check_condition(index: int, condition: Any) -> dict[str, Any]:
     field = condition.get("field")
     if not isinstance(field, str) or not field:
         _fail(where, "field must be a non-empty string")
-    try:
-        rule_conditions.parse_field(field)
-    except ValueError as exc:
-        _fail(where, f"field {field!r}: {exc}")
+    _check_field(field)
     if condition.get("multiple", "any") not in MULTIPLE:
         _fail(where, f"multiple must be one of {', '.join(MULTIPLE)}")
     if not isinstance(condition.get("invert", False), bool):
         _fail(where, "invert must be a boolean")
-    for name in CONDITIONS[op]:
-        if name not in condition:
-            _fail(where, f"op {op} needs {name}")
+    _refuse_parameters("operator", op, [n for n in CONDITIONS[op] if n not in condition], [])
     _check_value(f"{where} (field {field!r})", op, condition.get("value"))
     return condition
 
 
 def _check_value(where: str, op: str, value: Any) -> None:
+    # "Invalid parameters for operator ..." as ironic-inspector's NetCondition and
+    # ReCondition validate; the reason is ours (RE2's, Python's ipaddress).
     if op == "in-net":
         try:
             ipaddress.ip_network(str(value), strict=False)
-        except ValueError:
-            _fail(where, f"in-net value {value!r} is not a network")
+        except ValueError as exc:
+            raise BadRequest(
+                f"Invalid parameters for operator in-net: invalid value: {exc}"
+            ) from None
     if op in PATTERN_OPS:
         if not isinstance(value, str):
             _fail(where, f"{op} value must be a regular expression string")
         try:
             rule_regex.compile_pattern(value)
         except ValueError as exc:
-            shown = rule_regex.shown(value)
-            _fail(where, f"{op} value {shown} is not a regular expression RE2 accepts: {exc}")
+            raise BadRequest(
+                f"Invalid parameters for operator {op}: invalid regular expression: "
+                f"{rule_regex.shown(value)} is not a regular expression RE2 accepts: {exc}"
+            ) from None
 
 
 def _check_action(index: int, action: Any) -> dict[str, Any]:
@@ -93,12 +128,9 @@ def _check_action(index: int, action: Any) -> dict[str, Any]:
     if name not in ACTIONS:
         _fail(where, f"unknown action {name!r}; known: {', '.join(ACTIONS)}")
     required, optional = ACTIONS[name]
-    for key in required:
-        if key not in action:
-            _fail(where, f"action {name} needs {key}")
-    unknown = set(action) - {"action", *required, *optional}
-    if unknown:
-        _fail(where, f"action {name} does not take {', '.join(sorted(unknown))}")
+    missing = [key for key in required if key not in action]
+    unknown = sorted(set(action) - {"action", *required, *optional})
+    _refuse_parameters("action", name, missing, unknown)
     for key in ("path", "name", "message"):
         if key in action and (not isinstance(action[key], str) or not action[key]):
             _fail(where, f"{key} must be a non-empty string")
@@ -124,10 +156,14 @@ def validate_rule(body: Any) -> dict[str, Any]:
     try:
         rule_uuid = str(uuid_module.UUID(str(rule_uuid)))
     except ValueError:
-        _fail("uuid", f"{rule_uuid!r} is not a UUID")
+        raise BadRequest("Invalid UUID value") from None  # ironic-inspector's main.api_rules
     for key in ("description", "scope"):
         if body.get(key) is not None and not isinstance(body[key], str):
             _fail(key, "must be a string")
+    if len(body.get("scope") or "") > MAX_SCOPE_LENGTH:  # as its main.api_rules
+        raise BadRequest(
+            f"Invalid scope: the length of the scope should be within {MAX_SCOPE_LENGTH} characters"
+        )
     conditions = body.get("conditions") or []
     actions = body.get("actions")
     if not isinstance(conditions, list):

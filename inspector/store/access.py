@@ -1,7 +1,9 @@
 """Connections to one database, for the Store: its engine and the autocommit twin, sessions,
 reads retried once after a dropped connection, transactions run again after a deadlock.
 
-Every SQLAlchemy error leaves as an InspectorError (`engine.translate_errors`).
+Every SQLAlchemy error leaves as an InspectorError (`engine.translate_errors`). Within an
+API request, no statement (nor retry) starts once the request's deadline has passed
+(inspector.deadlines): each is refused as the database unavailable instead.
 """
 
 import contextlib
@@ -14,6 +16,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
+from inspector import deadlines
 from inspector.store import engine as engines
 from inspector.store.prepared import Prepared
 
@@ -37,13 +40,20 @@ class Access:
     """One engine, its sessions and its autocommit pool; no query of its own."""
 
     def __init__(
-        self, engine: Engine, *, clock: Clock = utcnow, pool: engines.Pool | None = None
+        self,
+        engine: Engine,
+        *,
+        clock: Clock = utcnow,
+        pool: engines.Pool | None = None,
+        bounds: engines.Bounds | None = None,
     ) -> None:
         self.engine = engine
         self.clock = clock
+        self.bounds = bounds or engines.Bounds()
         self._sessions = sessionmaker(bind=engine, expire_on_commit=False)
-        #: The autocommit engine's pool is sized as the engine's (`pool`).
-        self._autocommit = engines.create_autocommit_engine(engine, pool)
+        #: The autocommit engine's pool is sized as the engine's (`pool`), and bounded
+        #: as it is.
+        self._autocommit = engines.create_autocommit_engine(engine, pool, self.bounds)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({engines.describe(self.engine.url)})"
@@ -58,7 +68,7 @@ class Access:
 
         For this package's query modules; ORM objects must not leave the block.
         """
-        with engines.translate_errors(self.engine), self._sessions.begin() as session:
+        with self._guarded(), self._sessions.begin() as session:
             yield session
 
     def _read(self, query, *args, **kwargs):
@@ -72,23 +82,32 @@ class Access:
         return self._retried(run)
 
     def _retried(self, read):
-        with engines.translate_errors(self.engine):
+        with self._guarded():
             for attempt in (1, 2):
                 try:
                     return read()
                 except DBAPIError as error:
                     if attempt == 2 or not error.connection_invalidated:
                         raise
+                    deadlines.check("database")  # a retry starts in time, or not at all
         raise AssertionError("unreachable")
+
+    @contextlib.contextmanager
+    def _guarded(self) -> Iterator[None]:
+        """The block's SQLAlchemy errors as InspectorErrors; refused at once when the
+        current request's deadline has passed."""
+        deadlines.check("database")
+        with engines.translate_errors(self.engine):
+            yield
 
     def _run(self, statement: Prepared, **params) -> int:
         """A one-statement write in autocommit; the number of rows it changed."""
-        with engines.translate_errors(self.engine):
+        with self._guarded():
             return statement.run(**params)
 
     def _first(self, statement: Prepared, **params) -> dict | None:
         """A one-statement write in autocommit; the first row it returned."""
-        with engines.translate_errors(self.engine):
+        with self._guarded():
             return statement.first(**params)
 
     def _write(self, query, *args, **kwargs):
@@ -97,7 +116,7 @@ class Access:
     def _transaction(self, work):
         """work(connection) in a transaction, committed; run again when MySQL or MariaDB
         ended it to break a deadlock (it was rolled back: nothing of it was kept)."""
-        with engines.translate_errors(self.engine):
+        with self._guarded():
             for attempt in range(1, DEADLOCK_ATTEMPTS + 1):
                 try:
                     with self.engine.begin() as connection:
@@ -117,5 +136,5 @@ class Access:
 
     def ping(self) -> None:
         """One round trip to the database (health check); ServiceUnavailable if down."""
-        with engines.translate_errors(self.engine), self._autocommit.connect() as connection:
+        with self._guarded(), self._autocommit.connect() as connection:
             connection.exec_driver_sql("SELECT 1")

@@ -1,5 +1,5 @@
-"""Engines from a URL (SQLite pragmas, [database] pools, timeouts, read-only sources);
-SQLAlchemy error wrapping.
+"""Engines from a URL (SQLite pragmas, [database] pools, the bounds on how long a server
+may keep a thread waiting, read-only sources); SQLAlchemy error wrapping.
 
 The only place that turns SQLAlchemy and driver exceptions into `inspector.errors`.
 It holds no engine itself: callers build one and pass it around.
@@ -22,26 +22,14 @@ from sqlalchemy.engine import URL, Engine, make_url
 
 from inspector import errors, redaction
 from inspector.conf import database as database_opts
+from inspector.store.bounds import MYSQL_DIALECTS, Bounds, bound_mysql_session, connect_args
 
 LOG = logging.getLogger(__name__)
 
 #: Milliseconds a SQLite connection waits for a writer before "database is locked".
 SQLITE_BUSY_TIMEOUT_MS = 30_000
-#: Seconds to wait for a database server to accept a connection.
-CONNECT_TIMEOUT = 10
 #: The embedded database's file name under state_path.
 SQLITE_FILE = "inspector.sqlite"
-#: Milliseconds PostgreSQL lets a session sit idle inside a transaction before it ends
-#: the session, releasing its row locks. Our transactions never wait on anything but
-#: the database, so only a frozen process (SIGSTOP, a stalled VM, a debugger) gets
-#: there; without it, a process frozen holding a row lock (a node's row, a singleton's
-#: leadership marker) blocks every other process that needs the row until it wakes.
-#: A URL whose query sets `options` keeps its own.
-IDLE_IN_TRANSACTION_TIMEOUT_MS = 10_000
-#: Drivers that pass libpq's `options` (server settings) at connect time.
-_LIBPQ_DRIVERS = ("psycopg", "psycopg2")
-#: SQLAlchemy's names of MySQL and MariaDB (a mysql:// URL on MariaDB is "mysql").
-MYSQL_DIALECTS = ("mysql", "mariadb")
 #: The isolation level of MySQL and MariaDB sessions: PostgreSQL's default, which the
 #: store's transactions are written for. Under REPEATABLE READ, theirs, a transaction
 #: keeps reading what it saw first, and InnoDB also locks the gaps between the index
@@ -62,13 +50,13 @@ class Pool:
     (0: no limit); a connection returned beyond that is closed, so a pool smaller than
     the busy threads of a process reconnects during bursts. Up to `overflow` more are
     opened at peaks (-1: no limit); a thread waits `timeout` seconds (None: SQLAlchemy's
-    30) for one of a full pool. A connection older than `recycle` seconds is replaced
-    when next taken (-1: never).
+    30) for one of a full pool, then the database counts as unavailable. A connection
+    older than `recycle` seconds is replaced when next taken (-1: never).
     """
 
     size: int = database_opts.MAX_POOL_SIZE
     overflow: int = database_opts.MAX_OVERFLOW
-    timeout: int | None = None
+    timeout: int | None = database_opts.POOL_TIMEOUT
     recycle: int = database_opts.CONNECTION_RECYCLE_TIME
 
     @classmethod
@@ -136,16 +124,17 @@ def usable_url(url: URL) -> URL:
     return url.set(drivername=swap[1])
 
 
-def create_engine(url: str, pool: Pool | None = None) -> Engine:
+def create_engine(url: str, pool: Pool | None = None, bounds: Bounds | None = None) -> Engine:
     """An engine for url; SQLite gets WAL, foreign keys and a busy timeout, a server
-    database `pool` (default: oslo.db's defaults)."""
+    database `pool` (default: oslo.db's defaults) and `bounds` (default: the [database]
+    options' defaults)."""
     try:
         parsed = usable_url(make_url(url))
         if parsed.get_backend_name() == "sqlite":
             engine = sqlalchemy.create_engine(parsed)
             event.listen(engine, "connect", _configure_sqlite)
             return engine
-        return _server_engine(parsed, pool or Pool())
+        return _server_engine(parsed, pool or Pool(), bounds or Bounds())
     except (exc.ArgumentError, ImportError) as error:
         raise errors.ConfigError(f"unusable database URL {describe(url)}: {error}") from error
 
@@ -165,7 +154,7 @@ def create_readonly_engine(url: str) -> Engine:
             engine = sqlalchemy.create_engine(_readonly_sqlite_url(parsed))
             event.listen(engine, "connect", _configure_readonly_sqlite)
             return engine
-        engine = _server_engine(parsed, Pool())
+        engine = _server_engine(parsed, Pool(), Bounds().unlimited_statements())
     except (exc.ArgumentError, ImportError) as error:
         raise errors.ConfigError(f"unusable database URL {describe(url)}: {error}") from error
     statement = _READ_ONLY_SESSION.get(parsed.get_backend_name())
@@ -215,7 +204,9 @@ def _read_only_session(statement: str, dbapi_connection: Any, _record: Any) -> N
     dbapi_connection.commit()
 
 
-def create_autocommit_engine(engine: Engine, pool: Pool | None = None) -> Engine:
+def create_autocommit_engine(
+    engine: Engine, pool: Pool | None = None, bounds: Bounds | None = None
+) -> Engine:
     """An engine on the same database whose connections stay in autocommit: for single
     statements (reads, one-statement writes), each committed on its own.
 
@@ -228,36 +219,30 @@ def create_autocommit_engine(engine: Engine, pool: Pool | None = None) -> Engine
     if engine.dialect.name == "sqlite":
         return engine.execution_options(isolation_level="AUTOCOMMIT")
     return _server_engine(
-        engine.url, pool or Pool(), isolation_level="AUTOCOMMIT", pool_reset_on_return=None
+        engine.url,
+        pool or Pool(),
+        bounds or Bounds(),
+        isolation_level="AUTOCOMMIT",
+        pool_reset_on_return=None,
     )
 
 
-def _server_engine(url: URL, pool: Pool, **options: Any) -> Engine:
-    if url.get_backend_name() in MYSQL_DIALECTS:
+def _server_engine(url: URL, pool: Pool, bounds: Bounds, **options: Any) -> Engine:
+    mysql = url.get_backend_name() in MYSQL_DIALECTS
+    if mysql:
         options.setdefault("isolation_level", MYSQL_ISOLATION_LEVEL)
-    return sqlalchemy.create_engine(
+    engine = sqlalchemy.create_engine(
         # No pre-ping: it doubles the round trips of every read. A connection the
         # server dropped fails once; the pool is then invalidated and the Store
         # retries that read on a fresh connection.
         url,
-        connect_args=_connect_args(url),
+        connect_args=connect_args(url, bounds),
         **pool.engine_args(),
         **options,
     )
-
-
-def _connect_args(url: URL) -> dict[str, Any]:
-    args: dict[str, Any] = {}
-    if url.get_backend_name() in ("postgresql", "mysql", "mariadb"):
-        if "connect_timeout" not in url.query:
-            args["connect_timeout"] = CONNECT_TIMEOUT
-    if url.get_backend_name() == "postgresql" and url.get_driver_name() in _LIBPQ_DRIVERS:
-        if "options" not in url.query:
-            # Sent in the start-up packet: no round trip of its own.
-            args["options"] = (
-                f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_TIMEOUT_MS:d}"
-            )
-    return args
+    if mysql:
+        event.listen(engine, "connect", functools.partial(bound_mysql_session, bounds))
+    return engine
 
 
 def _configure_sqlite(dbapi_connection: Any, _record: Any) -> None:

@@ -37,6 +37,9 @@ MYSQL_MIGRATION_LOCK_TIMEOUT = 365 * 24 * 3600
 #: MySQL's ER_NOT_SUPPORTED_YET: MariaDB's answer to GET_LOCK in a Galera cluster.
 MYSQL_NOT_SUPPORTED = 1235
 
+#: A migration may rewrite a large table, and waits for another upgrade's lock: no
+#: statement or lock timeout (the connection's bounds stay).
+MIGRATION_BOUNDS = engines.Bounds().unlimited_statements()
 EXPAND = "expand"
 CONTRACT = "contract"
 
@@ -113,7 +116,7 @@ def _current(connection: Connection) -> str | None:
 
 def current_revision(url: str) -> str | None:
     """The database's revision; None when it has no schema yet."""
-    engine = engines.create_engine(url)
+    engine = engines.create_engine(url, bounds=MIGRATION_BOUNDS)
     try:
         with engines.translate_errors(engine), engine.connect() as connection:
             return _current(connection)
@@ -125,7 +128,7 @@ def upgrade(url: str, phase: str | None = None) -> tuple[str | None, str]:
     """Migrate in one transaction (where the backend allows); (old, new). `phase`
     EXPAND stops before the first pending contract revision; None or CONTRACT go to
     head."""
-    engine = engines.create_engine(url)
+    engine = engines.create_engine(url, bounds=MIGRATION_BOUNDS)
     try:
         with engines.translate_errors(engine), engine.begin() as connection:
             if connection.dialect.name == "postgresql":

@@ -48,8 +48,9 @@ class Store(Access):
         clock: Clock = utcnow,
         notify: bool = False,
         pool: engines.Pool | None = None,
+        bounds: engines.Bounds | None = None,
     ) -> None:
-        super().__init__(engine, clock=clock, pool=pool)
+        super().__init__(engine, clock=clock, pool=pool, bounds=bounds)
         #: Write an outbox notification with each start, finish and failure.
         self.notify = notify
         self._dialect = dialects.for_database(self)
@@ -73,14 +74,20 @@ class Store(Access):
         clock: Clock = utcnow,
         notify: bool = False,
         pool: engines.Pool | None = None,
+        bounds: engines.Bounds | None = None,
     ) -> "Store":
-        return cls(engines.create_engine(url, pool), clock=clock, notify=notify, pool=pool)
+        engine = engines.create_engine(url, pool, bounds)
+        return cls(engine, clock=clock, notify=notify, pool=pool, bounds=bounds)
 
     @classmethod
     def from_conf(cls, conf: cfg.ConfigOpts, *, notify: bool = False) -> "Store":
-        """The store of [database] connection, its pools sized by the [database] options."""
+        """The store of [database] connection, its pools sized and its connections
+        bounded by the [database] options."""
         return cls.from_url(
-            engines.database_url(conf), notify=notify, pool=engines.Pool.from_conf(conf)
+            engines.database_url(conf),
+            notify=notify,
+            pool=engines.Pool.from_conf(conf),
+            bounds=engines.Bounds.from_conf(conf),
         )
 
     # -- the hot path: statements compiled once ---------------------------------------

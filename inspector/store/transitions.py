@@ -95,7 +95,7 @@ def change_for(
 ) -> Change:
     """The Change that moves `node` along `transition`, with the columns each target
     implies: a new run clears the last one's times and error; a final state stamps
-    finished_at; error keeps the reason."""
+    finished_at; error keeps the reason, and so does a note on an ended introspection."""
     change = Change(
         node_uuid=node_uuid,
         expected_version=None if node is None else node.version,
@@ -111,6 +111,10 @@ def change_for(
         return dataclasses.replace(change, started_at=now, finished_at=None, error=None)
     if target is State.REAPPLYING:
         return dataclasses.replace(change, finished_at=None, error=None)
+    if target in FINAL_STATES and transition.source == target:
+        # A note on an introspection that ended (its final power-off failed): it keeps
+        # its end time, and the error says what went wrong after it.
+        return dataclasses.replace(change, error=reason or transition.reason)
     if target in FINAL_STATES:
         error = (reason or transition.reason) if target is State.ERROR else None
         return dataclasses.replace(change, finished_at=now, error=error)

@@ -36,7 +36,8 @@ from inspector.machine import (
 )
 from inspector.store import NodeRecord, RequestRecord, Store
 from inspector.worker import metrics as outcomes
-from inspector.worker import removal
+from inspector.worker import power, removal
+from inspector.worker.checks import FAILED, PowerChecks
 from inspector.worker.delivery import backoff, context_of, lock_name
 from inspector.worker.faults import NO_FAULTS, Faults
 from inspector.worker.metrics import NoMetrics, Recorder
@@ -49,8 +50,6 @@ EVENT_NAMES = frozenset(event.value for event in Event)
 
 #: Requests that still cannot be applied after this many attempts are dead-lettered.
 MAX_ATTEMPTS = 200
-#: The suffix of the request id under which a failed task's `error` is committed.
-FAILED = "error"
 
 
 class Handler:
@@ -76,6 +75,7 @@ class Handler:
         self.max_attempts = max_attempts
         self.delay = delay
         self.metrics = metrics or NoMetrics()
+        self.checks = PowerChecks(store, queue, tasks, self.machine, end=self._end)
 
     # ------------------------------------------------------------------ the step
 
@@ -96,6 +96,8 @@ class Handler:
                     outcome = None
                 elif request.event in (DELETE, EXPIRE):
                     outcome = removal.remove(self.store, request)
+                elif request.event == power.CHECK:
+                    outcome = self.checks.settle(request)
                 else:
                     outcome = self._step(request)
                 if outcome is None:
@@ -135,7 +137,7 @@ class Handler:
             return delivery.error or "malformed request"
         if request.attempt >= self.max_attempts:
             return f"not applicable after {request.attempt} attempts"
-        if request.event not in (DELETE, EXPIRE) and not _is_event(request.event):
+        if request.event not in (DELETE, EXPIRE, power.CHECK) and not _is_event(request.event):
             return f"unknown event {request.event!r}"
         return None
 
@@ -167,7 +169,8 @@ class Handler:
         except (errors.NodeBusy, errors.Conflict) as exc:
             self._log(request, logging.INFO, "lost a race (%s): later", exc.message)
             return None
-        if transition.target in FINAL_STATES and node.started_at and node.finished_at:
+        ended = transition.target in FINAL_STATES and transition.source != transition.target
+        if ended and node.started_at and node.finished_at:
             seconds = (node.finished_at - node.started_at).total_seconds()
             self.metrics.introspection_ended(str(transition.target), seconds)
         return node
@@ -180,7 +183,7 @@ class Handler:
         began = time.perf_counter()
         try:
             self.faults.task_delay(request.event)
-            self.tasks.run(node, request, transition)
+            check = self.tasks.run(node, request, transition)
         except Exception as exc:
             self.metrics.task_duration(transition.target, time.perf_counter() - began)
             self._task_failed(node, request, transition, exc)
@@ -188,6 +191,8 @@ class Handler:
             self.store.finish_request(request.request_id)
             return outcomes.FAILED
         self.metrics.task_duration(transition.target, time.perf_counter() - began)
+        if check is not None:  # before the task is marked done or ran: a redelivery puts it
+            self.queue.put(check)
         if request.event in STRICT_EVENTS:
             # From here a redelivery only applies the follow-up; before, the task had
             # not finished and runs again (a worker killed mid-processing loses no

@@ -4,10 +4,10 @@ A task runs under the node lock after the state change is committed, so it must 
 idempotent for reentrant events: a redelivered request runs it again.
 """
 
-import contextlib
 import dataclasses
 import logging
 import time
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from oslo_config import cfg
@@ -22,6 +22,8 @@ from inspector.processing import lookup, pipeline
 from inspector.processing.context import ProcessingError
 from inspector.store import NodeRecord, Store
 from inspector.store.snapshots import SnapshotRecord
+from inspector.worker import power
+from inspector.worker.powering import Powering
 from inspector.worker.throttle import RebootThrottle
 
 LOG = logging.getLogger(__name__)
@@ -50,7 +52,8 @@ class Runner(Protocol):
     """What the worker's step asks of the tasks (Tasks, or NoTasks)."""
 
     def has_work(self, transition: Transition) -> bool: ...
-    def run(self, node: NodeRecord, request: Request, transition: Transition) -> None: ...
+    def run(self, node: NodeRecord, request: Request, transition: Transition) -> Request | None: ...
+    def check_power(self, node: NodeRecord | None, request: Request) -> power.Outcome: ...
     def error_reason(self, request: Request) -> str: ...
 
 
@@ -63,6 +66,9 @@ class NoTasks:
 
     def run(self, node: NodeRecord, request: Request, transition: Transition) -> None:
         pass
+
+    def check_power(self, node: NodeRecord | None, request: Request) -> power.Outcome:
+        return power.Outcome(power.Verdict.CONFIRMED)
 
     def error_reason(self, request: Request) -> str:
         return DEFAULT_ERROR
@@ -81,12 +87,13 @@ class Tasks:
         *,
         throttle: RebootThrottle | None = None,
         announcer: Announcer | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.store = store
         self.ironic = ironic
         self.conf = conf
-        #: The reboot throttle; None: no throttle.
-        self.throttle = throttle
+        #: The power actions, and their checks.
+        self.power = Powering(ironic, conf, throttle=throttle, clock=clock)
         #: Tells the PXE firewalls when an introspection starts and ends; None: they
         #: learn it by polling the store only.
         self.announcer = announcer
@@ -100,22 +107,25 @@ class Tasks:
             return self.announcer is not None
         return transition.task is not None
 
-    def run(self, node: NodeRecord, request: Request, transition: Transition) -> None:
-        """Do the transition's task (the table's `task` column)."""
+    def run(self, node: NodeRecord, request: Request, transition: Transition) -> Request | None:
+        """Do the transition's task (the table's `task` column); the check of the power
+        action it asked Ironic for (inspector.worker.power), for the handler to enqueue."""
         if transition.task is Task.START:
-            self.start(node, request)
-        elif transition.task is Task.PROCESS:
-            self.process(node, request)
-        elif transition.task is Task.REAPPLY:
+            return self.start(node, request)
+        if transition.task is Task.PROCESS:
+            return self.process(node, request)
+        if transition.task is Task.REAPPLY:
             self.reapply(node, request)
         elif transition.task is Task.ENROLL:
             self.enroll(node, request)
         elif transition.task is Task.END and self.announcer is not None:
             self.announcer.introspection_ended(node.uuid)
+        return None
 
-    def start(self, node: NodeRecord, request: Request) -> None:
+    def start(self, node: NodeRecord, request: Request) -> Request | None:
         """Record how the ramdisk will find the node (its ports' MACs, its BMC addresses),
-        then, when boot is managed, set PXE boot and power it on. Idempotent."""
+        then, when boot is managed, set PXE boot and power it on; the check of the
+        power-on. Idempotent."""
         # The node as the API read it to accept this start, else as Ironic has it now.
         record = self._fresh_snapshot(node)
         ironic_node = _node_of(record) or self.ironic.get_node(node.uuid)
@@ -138,32 +148,25 @@ class Tasks:
             ", ".join(bmcs) or "-",
         )
         if not node.manage_boot:
-            return
-        self.ironic.set_boot_device(node.uuid, "pxe", persistent=False)
-        target = "rebooting" if ironic_node.power_state == "power on" else "power on"
-        with self.throttle.turn() if self.throttle else contextlib.nullcontext():
-            LOG.info(
-                "[node %s req %s] %s at %.6f",
-                node.uuid,
-                request.request_id,
-                target,
-                time.time(),
-            )
-            self.ironic.set_power_state(node.uuid, target)
+            return None
+        self.power.power_on(node.uuid, request, ironic_node.power_state)
+        return self.power.first_check(request, power.Action.ON)
 
     def reapply(self, node: NodeRecord, request: Request) -> None:
         """Hooks and rules again on the stored data; power is left alone."""
-        self.process(node, request, power=False)
+        self.process(node, request, power_off=False)
 
-    def process(self, node: NodeRecord, request: Request, *, power: bool = True) -> None:
+    def process(
+        self, node: NodeRecord, request: Request, *, power_off: bool = True
+    ) -> Request | None:
         """Process the stored ramdisk data (hooks, rules, one update of Ironic), store
         the result when [processing] store_data says so, and power the node off when
-        boot is managed and power_off is set."""
+        boot is managed and [processing] power_off is set; the check of the power-off."""
         raw = self.store.get_data(node.uuid, processed=False)
         if raw is None:
             raise ProcessingError(f"no ramdisk data stored for node {node.uuid}")
         # A reapply reads Ironic afresh; an introspection goes on from its start.
-        known = self._snapshot(node) if power else None
+        known = self._snapshot(node) if power_off else None
         processed = pipeline.process(
             self.conf,
             self.ironic,
@@ -175,8 +178,9 @@ class Tasks:
         )
         if self.conf.processing.store_data == "database":
             self.store.store_data(node.uuid, processed, processed=True)
-        if power and node.manage_boot and self.conf.processing.power_off:
-            self.ironic.set_power_state(node.uuid, "power off")
+        if not (power_off and node.manage_boot and self.conf.processing.power_off):
+            return None
+        return self.power.power_off(node.uuid, request)
 
     def _snapshot(self, node: NodeRecord) -> tuple[IronicNode, list[IronicPort]] | None:
         """Ironic's node and ports as this introspection's start read them; None when
@@ -240,6 +244,10 @@ class Tasks:
                     f"Not enrolling: BMC address {', '.join(sorted(shared))} already "
                     f"belongs to Ironic node {known.uuid}"
                 )
+
+    def check_power(self, node: NodeRecord | None, request: Request) -> power.Outcome:
+        """What Ironic did with the power action a check request is about (Powering.check)."""
+        return self.power.check(node, request)
 
     def error_reason(self, request: Request) -> str:
         """The message an `error` request puts on the node."""

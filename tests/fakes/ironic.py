@@ -3,7 +3,9 @@
 Records every call with its arguments and the headers the real client would add for the
 request it is made for (`history`; inspector.request_context's global request id),
 counts them (`calls`), and can be told to fail the next N calls with ServiceUnavailable
-(`fail_next`). No HTTP, no retries, no waits.
+(`fail_next`), or what to do with the next power actions of a node (`plan_power`: done,
+lost as by a conductor restart, left pending, failed, refused). No HTTP, no retries, no
+waits.
 """
 
 import contextlib
@@ -20,6 +22,15 @@ from inspector.ironic import IronicNode, IronicPort
 
 #: Power state a node reaches on each target (fake hardware gets there at once).
 POWER_TARGETS = {"power on": "power on", "power off": "power off", "rebooting": "power on"}
+
+#: What `plan_power` can make of a power action Ironic accepted (202) or refuses.
+DONE = "done"  # reached at once (the default)
+LOST = "lost"  # dropped as by a conductor restart: target cleared, last_error says so
+PENDING = "pending"  # accepted, never finished: target_power_state stays set
+FAILED = "failed"  # the conductor failed it: target cleared, last_error set
+REFUSED = "refused"  # refused at once with a 400 (BadRequest)
+#: The last_error Ironic writes when its restarted conductor drops a pending action.
+ABORTED = "Pending power operation was aborted due to conductor restart"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,6 +54,8 @@ class FakeIronic:
         self.traits: dict[str, set[str]] = {}
         self.history: list[Call] = []
         self._failures: list[InspectorError] = []
+        #: node uuid -> what its next power actions do (see `plan_power`).
+        self._power_plans: dict[str, list[str]] = {}
 
     # ------------------------------------------------------------ test helpers
 
@@ -60,6 +73,15 @@ class FakeIronic:
         with self._lock:
             for _ in range(count):
                 self._failures.append(error or ServiceUnavailable("Ironic is unavailable (fake)"))
+
+    def plan_power(self, node_uuid: str, *outcomes: str, reason: str = "fake power failed") -> None:
+        """The node's next power actions do `outcomes` in turn (DONE, LOST, PENDING,
+        FAILED, REFUSED); later ones are DONE. `reason`: FAILED's last_error, REFUSED's
+        message."""
+        with self._lock:
+            self._power_plans.setdefault(node_uuid, []).extend(
+                f"{outcome}:{reason}" for outcome in outcomes
+            )
 
     def add_node(self, *, uuid: str | None = None, **fields: Any) -> IronicNode:
         """A node, without recording a call; defaults to a manageable fake-hardware node."""
@@ -90,7 +112,10 @@ class FakeIronic:
 
     def get_node(self, ident: str) -> IronicNode:
         with self._begin("get_node", ident):
-            return self._node(ident)
+            try:
+                return self._node(ident)
+            except NotFound:  # as the real client words Ironic's 404 of a node read
+                raise NotFound(f"Node {ident} was not found in Ironic") from None
 
     def iter_nodes(
         self,
@@ -165,7 +190,21 @@ class FakeIronic:
             node = self._node(node_uuid)
             if target not in POWER_TARGETS:
                 raise BadRequest(f"Ironic refused to set the power: unknown target {target}")
-            self.nodes[node_uuid] = dataclasses.replace(node, power_state=POWER_TARGETS[target])
+            plan = self._power_plans.get(node_uuid) or [f"{DONE}:"]
+            outcome, _, reason = plan.pop(0).partition(":")
+            wanted = POWER_TARGETS[target]
+            if outcome == REFUSED:
+                raise BadRequest(f"Ironic refused to set the power of node {node_uuid}: {reason}")
+            changes: dict[str, Any] = {"target_power_state": None, "last_error": None}
+            if outcome == DONE:
+                changes["power_state"] = wanted
+            elif outcome == LOST:
+                changes["last_error"] = ABORTED
+            elif outcome == PENDING:
+                changes["target_power_state"] = wanted
+            else:
+                changes["last_error"] = f"Failed to change power state to '{wanted}': {reason}"
+            self.nodes[node_uuid] = dataclasses.replace(node, **changes)
 
     def list_ports(self, node_uuid: str) -> list[IronicPort]:
         with self._begin("list_ports", node_uuid):
@@ -266,6 +305,8 @@ def _node_defaults() -> dict[str, Any]:
         "extra": {},
         "maintenance": False,
         "inspect_interface": None,
+        "target_power_state": None,
+        "last_error": None,
     }
 
 

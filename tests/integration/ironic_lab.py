@@ -1,15 +1,18 @@
-"""A private Ironic for the firewall tests that need Ironic's notifications (a helper, not
-a test): started by scripts/services, as CI's own, in a directory and on a port of its
-own, sending its versioned notifications to the test RabbitMQ on a topic of its own, so
-that only its tests hear them. Built-in inspection (the agent inspect interface) on
-fake hardware: `inspect` takes a manageable node to `inspect wait`, the ramdisk's post
-to /v1/continue_inspection back to `manageable`.
+"""Private Ironics for the tests (a helper, not a test), started by scripts/services, as
+CI's own, in a directory and on a port of their own: one for the firewall tests that need
+Ironic's notifications, sent to the test RabbitMQ on a topic of its own, so that only its
+tests hear them; one whose fake power is slow, for the tests that kill it mid-action.
+Built-in inspection (the agent inspect interface) on fake hardware: `inspect` takes a
+manageable node to `inspect wait`, the ramdisk's post to /v1/continue_inspection back to
+`manageable`.
 """
 
 import contextlib
 import os
 import pathlib
+import signal
 import subprocess
+import time
 import urllib.parse
 import uuid
 from collections.abc import Iterator
@@ -70,3 +73,49 @@ def notifying_ironic(rabbitmq_url: str, directory: pathlib.Path) -> Iterator[tup
     finally:
         _services("stop", environment)
         delete_queues(rabbitmq_url, [f"{topic}.info"])
+
+
+class PowerLab:
+    """A private Ironic whose fake power driver takes `power_delay` seconds a call (a power
+    action stays pending about twice that: Ironic reads the power state first), without
+    notifications; killed with SIGKILL and started again on the same port and database."""
+
+    def __init__(self, directory: pathlib.Path, power_delay: float) -> None:
+        if not (IRONIC_VENV / "ironic").exists():
+            service_unavailable(f"{IRONIC_VENV}/ironic missing: scripts/services start ironic")
+        self.directory = directory / "ironic"
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.environment = {
+            "INSPECTOR_IRONIC_DIR": str(self.directory),
+            "INSPECTOR_IRONIC_PORT": str(self.port),
+            "INSPECTOR_IRONIC_NOTIFICATIONS": "no",
+            "INSPECTOR_IRONIC_POWER_DELAY": str(power_delay),
+        }
+
+    def start(self) -> None:
+        _services("start", self.environment)
+
+    def stop(self) -> None:
+        _services("stop", self.environment)
+
+    def kill(self) -> None:
+        """SIGKILL to its process group (its pidfile names the leader), as a crash would:
+        the conductor's locks and pending power actions stay in its database."""
+        pid = int(pathlib.Path(f"{self.directory}.pid").read_text())
+        os.killpg(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while _group_alive(pid):
+            assert time.monotonic() < deadline, f"Ironic's group {pid} survived SIGKILL"
+            time.sleep(0.05)  # polling the group's end with a deadline
+
+    def log(self) -> str:
+        return (self.directory / "ironic.log").read_text(errors="replace")
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True

@@ -237,9 +237,11 @@ def test_manage_boot(client, deployment, ironic_api):
     assert ironic_api.get_node(unmanaged["uuid"])["power_state"] == "power off"
     client.abort(managed["uuid"])
 
+    unknown = str(uuid.uuid4())
     with pytest.raises(ClientError) as raised:
-        client.introspect(str(uuid.uuid4()))
+        client.introspect(unknown)
     assert raised.value.response.status_code == 404
+    assert str(raised.value) == f"Node {unknown} was not found in Ironic"  # ironic-inspector's
     with pytest.raises(TypeError):
         client.introspect(None)
 
@@ -285,10 +287,16 @@ def test_reprocess_a_finished_node(client, deployment, ironic_api):
     with pytest.raises(ClientError) as raised:
         client.reprocess(waiting["uuid"])
     assert raised.value.response.status_code == 409
+    assert str(raised.value) == (
+        f"Cannot reapply node {waiting['uuid']}: its introspection is not finished (state waiting)"
+    )
     client.abort(waiting["uuid"])
+    unknown = str(uuid.uuid4())
     with pytest.raises(ClientError) as raised:
-        client.reprocess(str(uuid.uuid4()))
+        client.reprocess(unknown)
     assert raised.value.response.status_code == 404
+    # ironic-inspector's words (it reads the raw data first)
+    assert str(raised.value) == f"Introspection data not found for node {unknown}, processed=False"
 
 
 def test_ramdisk_error_ends_in_error_with_its_message(client, deployment, ironic_api):

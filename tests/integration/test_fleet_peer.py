@@ -3,6 +3,7 @@
 A fake-hardware node with one port in the test Ironic, introspected by the peer from
 start to finished with a real ironic-python-agent payload posted to its /v1/continue;
 then the peer is stopped and its database dropped. scripts/ironic-inspector installs it.
+Beside it, our API answers the same refusals in the same words.
 """
 
 import os
@@ -14,8 +15,11 @@ import pytest
 import requests
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
+from werkzeug.test import Client
 
 from bench.fleet import peer
+from inspector.api.wsgi import LazyApplication
+from inspector.store import Store
 from tests.conftest import IronicAPI, service_unavailable
 from tests.integration.cluster import ipa_payload, wait_for
 
@@ -41,9 +45,26 @@ def _databases(admin: Engine) -> set[str]:
         return {name for (name,) in rows if name.startswith("fleet_peer_")}
 
 
+def our_api(tmp_path: pathlib.Path, database_url: str, queue_url: str, ironic_url: str):
+    """Our API as `inspector api` builds it (inspector.api.wsgi), on its own database,
+    the work queue and the test Ironic."""
+    path = tmp_path / "inspector.conf"
+    path.write_text(
+        "[DEFAULT]\nauth_strategy = noauth\n"
+        f"[database]\nconnection = {database_url}\n"
+        f"[queue]\ntransport_url = {queue_url}\n"
+        f"[ironic]\nauth_type = none\nendpoint_override = {ironic_url}\n"
+        "[processing]\nstore_data = database\n"
+    )
+    return LazyApplication({"INSPECTOR_CONFIG_FILES": str(path)})
+
+
 def test_peer_introspects_a_node_with_a_real_ramdisk_payload(
     installed: None,
     postgresql_admin: Engine,
+    postgresql_url: str,
+    postgresql_store: Store,
+    redis_url: str,
     ironic_url: str,
     ironic_api: IronicAPI,
     tmp_path: pathlib.Path,
@@ -67,6 +88,19 @@ def test_peer_introspects_a_node_with_a_real_ramdisk_payload(
         assert running.alive()
         assert running.process.pid in running.pids()
         assert len(_databases(postgresql_admin) - before) == 1
+        # Before its introspection, the node has no status and no data: both APIs refuse
+        # alike, word for word (scripts match on the messages).
+        ours = Client(our_api(tmp_path, postgresql_url, redis_url, ironic_url))
+        uuid = node["uuid"]
+        for path, message in (
+            ("", f"Could not find node {uuid} in cache"),
+            ("/data", f"Introspection data not found for node {uuid}, processed=True"),
+            ("/data/unprocessed", f"Introspection data not found for node {uuid}, processed=False"),
+        ):
+            theirs = session.get(f"{running.url}/v1/introspection/{uuid}{path}", timeout=30)
+            mine = ours.get(f"/v1/introspection/{uuid}{path}", headers=dict(session.headers))
+            assert (theirs.status_code, theirs.json()) == (404, {"error": {"message": message}})
+            assert (mine.status_code, mine.json) == (404, {"error": {"message": message}})
         started = time.monotonic()
         response = session.post(f"{running.url}/v1/introspection/{node['uuid']}", timeout=30)
         assert response.status_code == 202, response.text

@@ -1,6 +1,6 @@
 """A process frozen inside a transaction (SIGSTOP, a stalled VM) does not hold its row
 locks for ever on PostgreSQL: the server ends its session after
-IDLE_IN_TRANSACTION_TIMEOUT_MS, the others go on, and the frozen one's transaction fails
+[database] idle_in_transaction_timeout, the others go on, and the frozen one's transaction fails
 when it wakes."""
 
 import os
@@ -13,8 +13,9 @@ import time
 import sqlalchemy
 from sqlalchemy import text
 
+from inspector.conf import database as database_opts
 from inspector.store import create_engine
-from inspector.store import engine as engines
+from inspector.store.bounds import Bounds
 
 HOLDER = textwrap.dedent(
     """
@@ -50,7 +51,7 @@ def test_server_sessions_get_the_idle_in_transaction_timeout(postgresql_url):
     try:
         with engine.connect() as connection:
             value = connection.execute(text("SHOW idle_in_transaction_session_timeout"))
-            assert value.scalar() == f"{engines.IDLE_IN_TRANSACTION_TIMEOUT_MS // 1000}s"
+            assert value.scalar() == f"{database_opts.IDLE_IN_TRANSACTION_TIMEOUT:.0f}s"
     finally:
         engine.dispose()
 
@@ -69,7 +70,8 @@ def test_url_options_are_kept(postgresql_url):
 
 
 def test_a_frozen_lock_holder_is_cut_off_and_fails_when_it_wakes(postgresql_url):
-    engine = create_engine(postgresql_url)
+    # The waiter's statement waits longer than [database] statement_timeout here.
+    engine = create_engine(postgresql_url, bounds=Bounds().unlimited_statements())
     _marker_table(engine)
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLDER, postgresql_url],
@@ -80,7 +82,7 @@ def test_a_frozen_lock_holder_is_cut_off_and_fails_when_it_wakes(postgresql_url)
     try:
         assert holder.stdout.readline().strip() == "locked"
         os.kill(holder.pid, signal.SIGSTOP)
-        bound = engines.IDLE_IN_TRANSACTION_TIMEOUT_MS / 1000
+        bound = database_opts.IDLE_IN_TRANSACTION_TIMEOUT
         started = time.monotonic()
         with engine.begin() as connection:  # blocks on the frozen holder's row lock
             # Without the timeout it would block for ever: fail instead.

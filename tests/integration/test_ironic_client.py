@@ -79,10 +79,14 @@ def test_get_node_by_uuid_and_by_name(ironic, ironic_api):
 
 
 def test_unknown_node_is_not_found(ironic):
-    with pytest.raises(NotFound, match="could not be found"):
-        ironic.get_node("9e0c2a0c-1111-4d2e-ae87-c02d7f33c123")
-    with pytest.raises(NotFound):
+    # Ironic's 404 in ironic-inspector's words (its common.ironic.NotFound)
+    unknown = "9e0c2a0c-1111-4d2e-ae87-c02d7f33c123"
+    with pytest.raises(NotFound) as caught:
+        ironic.get_node(unknown)
+    assert caught.value.message == f"Node {unknown} was not found in Ironic"
+    with pytest.raises(NotFound) as caught:
         ironic.get_node("no-such-node-name")
+    assert caught.value.message == "Node no-such-node-name was not found in Ironic"
 
 
 def test_list_ports_is_that_nodes_ports_in_one_request(recorded, ironic_api):

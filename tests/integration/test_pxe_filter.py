@@ -19,6 +19,7 @@ worker.
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import time
@@ -123,6 +124,9 @@ class Filters:
         options = worker_options(host, self.driver, {"pxe_filter": {"whitelist_source": "ironic"}})
         if host.hostsdir is not None:
             options["dnsmasq_pxe_filter"] = {"dhcp_hostsdir": str(host.hostsdir)}
+            # A new dnsmasq leader waits for a previous one's watchdog and close: short
+            # here (no watchdog runs; test_pxe_filter_watchdog.py tests that wait).
+            options["pxe_filter"].update(watchdog_timeout=1, close_timeout=0)
         for section, values in self.sections.items():
             options.setdefault(section, {}).update(values)
         config = self.tmp_path / f"pxe-filter-{host.index}.conf"
@@ -175,9 +179,11 @@ class Filters:
 
     def ready(self) -> bool:
         """Every host filtering, one open (dnsmasq: an open hostsdir that answers nobody
-        looks like a closed one, until a node is under inspection)."""
+        looks like a closed one, until a node is under inspection: its log says it)."""
         if self.driver == "dnsmasq":
-            return all(is_filtered(host, self.driver) for host in self.lab.hosts)
+            return all(is_filtered(host, self.driver) for host in self.lab.hosts) and re.search(
+                r"opening the PXE service$", self.logs(), re.M
+            )
         return self.in_place() is not None
 
     def allows(self, host, mac: str) -> bool:

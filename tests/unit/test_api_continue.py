@@ -103,7 +103,10 @@ def test_unknown_node_is_404(client, caplog):
     # A refused ramdisk will not post again: its introspection would time out unseen.
     [record] = refusals(caplog)
     assert record.levelname == "WARNING"
-    assert "(HTTP 404): Could not find a node" in record.getMessage()
+    assert (
+        "(HTTP 404): The following failures happened during running pre-processing hooks: "
+        "Look up error: Could not find a node for attributes" in record.getMessage()
+    )
 
 
 def test_node_not_waiting_is_404(client, ironic, store):
@@ -111,7 +114,11 @@ def test_node_not_waiting_is_404(client, ironic, store):
     assert client.post(f"/v1/introspection/{node.uuid}/abort").status_code == 202
     response = client.post("/v1/continue", json=FOUR_NICS)
     assert response.status_code == 404
-    assert "not waiting" in response.json["error"]["message"]
+    finished_at = store.get_node(node.uuid).finished_at.replace(tzinfo=None)
+    assert response.json["error"]["message"] == (
+        "The following failures happened during running pre-processing hooks:\n"
+        f"Look up error: Introspection for node {node.uuid} already finished on {finished_at}"
+    )
 
 
 def test_ramdisk_error_moves_the_node_to_error_at_once(client, ironic, store, queue):

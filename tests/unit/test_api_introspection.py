@@ -117,7 +117,10 @@ def test_start_while_waiting_is_409(client, node, store):
     move(store, node.uuid, "wait", State.WAITING)
     response = start(client, node.uuid)
     assert response.status_code == 409
-    assert "busy" in response.json["error"]["message"]
+    assert response.json["error"]["message"] == (
+        f"Cannot start introspection of node {node.uuid}: its introspection is not finished "
+        "(state waiting)"
+    )
 
 
 def test_unknown_query_parameter_is_400(client, node):
@@ -239,8 +242,10 @@ def test_reapply(client, node, store, queue):
     move(store, node.uuid, "continue", State.PROCESSING)
     move(store, node.uuid, "finish", State.FINISHED)
     response = client.post(url, headers=V)
-    assert response.status_code == 400  # no raw data
-    assert "unprocessed" in response.json["error"]["message"]
+    assert response.status_code == 404  # no raw data
+    assert response.json["error"]["message"] == (
+        f"Introspection data not found for node {node.uuid}, processed=False"
+    )
     store.store_data(node.uuid, {"inventory": {}}, processed=False)
     assert client.post(url, headers=V).status_code == 202
     assert store.get_node(node.uuid).state == State.REAPPLYING

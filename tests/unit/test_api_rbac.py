@@ -95,12 +95,10 @@ DEFAULTS = {
     "service": {"public", "read", "write"},
     "anonymous": {"public"},
 }
-#: enforce_new_defaults = false: the old rules (reader role, any scope) pass too.
-DEPRECATED_RULES_TOO = {
-    **DEFAULTS,
-    "project-member": {"public", "read"},
-    "project-reader": {"public", "read"},
-}
+#: enforce_new_defaults = false: the old rules pass too; as ironic-inspector 12.5's, they
+#: name no Keystone default role beyond admin (is_observer is baremetal_observer alone), so
+#: these personas get what the new defaults give them.
+DEPRECATED_RULES_TOO = dict(DEFAULTS)
 #: The stricter policy of docs/api.md: no project admins.
 SYSTEM_SCOPE_ONLY = {**DEFAULTS, "project-admin": {"public"}}
 

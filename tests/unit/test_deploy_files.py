@@ -362,6 +362,20 @@ def test_worker_unit():
     assert "dhcp-hostsdir=/run/inspector/dhcp-hostsdir" in (ETC / "dnsmasq.conf").read_text()
 
 
+@pytest.mark.parametrize("name", ["inspector-worker.service", "inspector-pxe-filter.service"])
+def test_firewall_units_are_watched_as_the_options_say(name):
+    """systemd's watchdog kills a frozen firewall process no later than other hosts
+    count on ([pxe_filter] watchdog_timeout: a new dnsmasq leader waits it), with
+    SIGKILL (a core dump would delay the close)."""
+    unit = read_unit(ETC / name)
+    assert unit.value("Service", "Type") == "notify"
+    assert unit.value("Service", "NotifyAccess") == "main"
+    watchdog = unit.value("Service", "WatchdogSec")
+    assert watchdog.endswith("s") and float(watchdog[:-1]) > 0
+    assert float(watchdog[:-1]) == config.load([]).pxe_filter.watchdog_timeout
+    assert unit.value("Service", "WatchdogSignal") == "SIGKILL"
+
+
 def test_dnsmasq_unit_is_bound_to_the_worker():
     unit = read_unit(ETC / "inspector-dnsmasq.service")
     assert unit.value("Unit", "BindsTo") == "inspector-worker.service"

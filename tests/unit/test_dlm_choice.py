@@ -118,6 +118,10 @@ def test_a_missing_client_library_names_the_extra(monkeypatch, tmp_path, url, mo
         roles.check_shared_backends(conf, "worker")
 
 
+REDIS_LEASE = {"lock_timeout": "3", "membership_timeout": "3"}
+REDIS_CALLS = {"socket_timeout": "2.0", "socket_connect_timeout": "2.0"}
+
+
 def options(url: str) -> dict[str, str]:
     return dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query))
 
@@ -125,15 +129,20 @@ def options(url: str) -> dict[str, str]:
 @pytest.mark.parametrize(
     ("url", "expected"),
     [
-        ("redis://h:6379", {"lock_timeout": "3", "membership_timeout": "3"}),
-        ("etcd3+http://h:2379", {"lock_timeout": "3", "membership_timeout": "3"}),
-        ("etcd3+https://h:2379", {"lock_timeout": "3", "membership_timeout": "3"}),
+        # A call waits two thirds of the lease at most (the client's socket timeout).
+        ("redis://h:6379", {**REDIS_LEASE, **REDIS_CALLS}),
+        # etcd3gw and pymemcache take whole seconds.
+        ("etcd3+http://h:2379", {"lock_timeout": "3", "membership_timeout": "3", "timeout": "2"}),
+        ("etcd3+https://h:2379", {"lock_timeout": "3", "membership_timeout": "3", "timeout": "2"}),
         # ZooKeeper's lease is the session's.
         ("zookeeper://h:2181", {"timeout": "3"}),
         # memcached's clock ticks once a second: a second more keeps the whole lease.
-        ("memcached://h:11211", {"lock_timeout": "4", "membership_timeout": "4"}),
+        ("memcached://h:11211", {"lock_timeout": "4", "membership_timeout": "4", "timeout": "2"}),
         # What the URL sets wins.
-        ("redis://h:6379?lock_timeout=9", {"lock_timeout": "9", "membership_timeout": "3"}),
+        (
+            "redis://h:6379?lock_timeout=9&socket_timeout=0.5",
+            {**REDIS_LEASE, **REDIS_CALLS, "lock_timeout": "9", "socket_timeout": "0.5"},
+        ),
         ("zookeeper://h:2181?timeout=20", {"timeout": "20"}),
         ("file:///tmp/locks", {}),
     ],

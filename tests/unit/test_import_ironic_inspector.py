@@ -409,7 +409,7 @@ def test_rules_keep_their_order_and_content(upstream, target):
     }
     details = {s.ident: s.detail for s in report.steps}
     assert "actions[0] (set-attribute) value: {data.__class__}: only item" in details[attribute]
-    assert "does not take note" in details[null_param]
+    assert "add-trait: unexpected parameter(s): note" in details[null_param]
     assert "unknown op 'bigger'" in details[unknown_op]
     assert [r["uuid"] for r in target.rule_summaries()] == [first, second]
     assert target.get_rule(second) == {

@@ -32,6 +32,7 @@ LAYERS = {
     "inspector.machine": 1,
     "inspector.conf": 1,
     "inspector.lifecycle": 1,
+    "inspector.deadlines": 1,
     "inspector.errors": 0,
     "inspector.macs": 0,
     "inspector": 0,

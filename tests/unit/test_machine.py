@@ -37,7 +37,8 @@ DESIGN = [
 ]
 
 #: What ARCHITECTURE.md asks on top: timeouts and errors from every active state,
-#: reapply through reapplying, enrolling for discovery.
+#: reapply through reapplying, enrolling for discovery; and a failed final power-off
+#: recorded on a finished introspection.
 ADDITIONS = [
     (S.STARTING, E.TIMEOUT, S.ERROR),
     (S.PROCESSING, E.TIMEOUT, S.ERROR),
@@ -53,6 +54,7 @@ ADDITIONS = [
     (S.REAPPLYING, E.FINISH, S.FINISHED),
     (None, E.ENROLL, S.ENROLLING),
     (S.ENROLLING, E.CONTINUE, S.PROCESSING),
+    (S.FINISHED, E.POWER_OFF_FAILED, S.FINISHED),
 ]
 
 ALLOWED = {(s, e): t for s, e, t in DESIGN + ADDITIONS}

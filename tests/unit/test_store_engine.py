@@ -50,11 +50,13 @@ def test_the_database_pool_options_size_both_pools_of_a_store(tmp_path):
 def test_the_pool_defaults_keep_a_busy_process_connected():
     conf = load_conf([])
     # 10 and 20, not oslo.db's 5 and 50: a pool below the busy threads reconnects.
-    assert engines.Pool.from_conf(conf) == engines.Pool(size=10, overflow=20, recycle=3600)
+    assert engines.Pool.from_conf(conf) == engines.Pool(
+        size=10, overflow=20, timeout=2, recycle=3600
+    )
     engine = create_engine(SERVER_URL, engines.Pool.from_conf(conf))
     try:
-        # pool_timeout unset: SQLAlchemy's 30 s, as under oslo.db.
-        assert _pool_settings(engine.pool) == (10, 20, 30, 3600)
+        # pool_timeout 2 s, not SQLAlchemy's 30 (oslo.db's): within an API answer's time.
+        assert _pool_settings(engine.pool) == (10, 20, 2, 3600)
     finally:
         engine.dispose()
 

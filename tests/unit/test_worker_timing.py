@@ -40,10 +40,12 @@ def test_store_calls_are_timed_and_pass_through(store):
 
 
 #: The modules whose store calls run on the request threads (the store TimedStore wraps):
-#: the handler, what it hands the store to (commit, removal), the tasks and the throttle.
+#: the handler, what it hands the store to (commit, removal, power checks), the tasks and
+#: the throttle.
 REQUEST_MODULES = (
     "worker/handler.py",
     "worker/removal.py",
+    "worker/checks.py",
     "worker/tasks.py",
     "worker/throttle.py",
     "commit.py",

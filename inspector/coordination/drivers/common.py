@@ -19,22 +19,32 @@ from inspector.errors import ServiceUnavailable
 
 LOG = logging.getLogger(__name__)
 
-#: Seconds a group call may take before it counts as an outage (kazoo queues requests
-#: while it reconnects; the other drivers' clients time out on their own).
-CALL_TIMEOUT = 10.0
+#: The share of [coordination] lease_timeout that one call to the DLM may wait for its
+#: answer (its client's socket timeout; a group call's wait): a call on a DLM that
+#: stopped answering fails before a lease it holds could expire, so no thread hangs
+#: past its lease. A URL that sets the driver's own timeout options keeps them.
+CALL_SHARE = 2 / 3
+
+
+def call_timeout(lease_seconds: float) -> float:
+    """Seconds one call to the DLM may wait, for leases of `lease_seconds`."""
+    return lease_seconds * CALL_SHARE
 
 
 class ToozLease(Lease):
     """A tooz lock: renewed by its heartbeat, which says False once the lock is lost.
     A driver whose heartbeat cannot tell overrides `_lost` (and `acquire`, `release`)."""
 
-    def __init__(self, lock, name: str) -> None:
+    def __init__(self, lock, name: str, timeout: float) -> None:
         self._lock = lock
         self._name = name
+        #: Seconds one call may wait (see call_timeout).
+        self._timeout = timeout
 
     @staticmethod
-    def acquire(lock) -> bool:
-        """Take lock without waiting for it: True when taken."""
+    def acquire(lock, timeout: float) -> bool:
+        """Take lock without waiting for it: True when taken. `timeout`: see
+        call_timeout (the client's socket timeout bounds it here)."""
         return lock.acquire(blocking=False)
 
     def renew(self) -> bool:
@@ -84,6 +94,11 @@ class ToozCoordinator(Coordinator):
     client_errors: tuple[tuple[str, str], ...] = ()
     #: The lease of the driver's locks.
     lease_class: type[ToozLease] = ToozLease
+    #: The URL options that bound the driver's client's socket waits, set from
+    #: call_timeout unless the URL sets them.
+    call_options: tuple[str, ...] = ()
+    #: Whether the driver reads those options as whole seconds.
+    whole_seconds = False
 
     def __init__(
         self,
@@ -98,6 +113,8 @@ class ToozCoordinator(Coordinator):
         self.url = url
         self.member_id = member_id
         self.lease_seconds = float(lease_seconds)
+        #: Seconds one call may wait for the DLM.
+        self.call_timeout = call_timeout(self.lease_seconds)
         self._driver_url = self.with_lease(url, lease_seconds)
         self._errors = (
             tooz_coordination.ToozError,
@@ -113,15 +130,22 @@ class ToozCoordinator(Coordinator):
 
     @classmethod
     def with_lease(cls, url: str, lease_seconds: int) -> str:
-        """url with the driver's lease options set, unless it sets them."""
-        if not cls.lease_options:
+        """url with the driver's lease and call timeout options set, unless it sets
+        them."""
+        if not cls.lease_options and not cls.call_options:
             return url
+        wait = call_timeout(lease_seconds)
+        if cls.whole_seconds:
+            wait = max(1, int(wait))
         parts = urllib.parse.urlsplit(url)
         query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
         present = {key for key, _ in query}
         for key in cls.lease_options:
             if key not in present:
                 query.append((key, str(lease_seconds + cls.lease_slack)))
+        for key in cls.call_options:
+            if key not in present:
+                query.append((key, str(wait)))
         return urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(query)))
 
     def _describe(self) -> str:
@@ -204,20 +228,20 @@ class ToozCoordinator(Coordinator):
     def try_lease(self, name: str) -> Lease | None:
         lock = self._connected().get_lock(name.encode())
         try:
-            acquired = self.lease_class.acquire(lock)
+            acquired = self.lease_class.acquire(lock, self.call_timeout)
         except self._errors as exc:
             raise self._unavailable(f"lock {name}", exc) from exc
-        return self.lease_class(lock, name) if acquired else None
+        return self.lease_class(lock, name, self.call_timeout) if acquired else None
 
     def join(self, group: str) -> None:
         driver, name = self._connected(), group.encode()
         try:
             try:
-                driver.join_group(name).get(CALL_TIMEOUT)
+                driver.join_group(name).get(self.call_timeout)
             except tooz_coordination.GroupNotCreated:
                 with contextlib.suppress(tooz_coordination.GroupAlreadyExist):
-                    driver.create_group(name).get(CALL_TIMEOUT)
-                driver.join_group(name).get(CALL_TIMEOUT)
+                    driver.create_group(name).get(self.call_timeout)
+                driver.join_group(name).get(self.call_timeout)
         except tooz_coordination.MemberAlreadyExist:
             pass
         except self._errors as exc:
@@ -225,7 +249,7 @@ class ToozCoordinator(Coordinator):
 
     def leave(self, group: str) -> None:
         try:
-            self._connected().leave_group(group.encode()).get(CALL_TIMEOUT)
+            self._connected().leave_group(group.encode()).get(self.call_timeout)
         except (tooz_coordination.MemberNotJoined, tooz_coordination.GroupNotCreated):
             pass
         except self._errors as exc:
@@ -233,7 +257,7 @@ class ToozCoordinator(Coordinator):
 
     def members(self, group: str) -> frozenset[str]:
         try:
-            found = self._connected().get_members(group.encode()).get(CALL_TIMEOUT)
+            found = self._connected().get_members(group.encode()).get(self.call_timeout)
         except tooz_coordination.GroupNotCreated:
             return frozenset()
         except self._errors as exc:
@@ -244,7 +268,7 @@ class ToozCoordinator(Coordinator):
         return ServiceUnavailable(f"cannot {what} in {self._describe()}: {exc}", service="DLM")
 
 
-def bounded(call, timeout: float = CALL_TIMEOUT, late=None):
+def bounded(call, timeout: float, late=None):
     """call() in a thread of its own: its result, or TimeoutError (an OSError: a DLM
     outage) after timeout seconds. A call that returns later goes on to late(result)."""
     box: dict = {}

@@ -4,8 +4,9 @@ gateway).
 Features: locks are keys under an etcd lease; renewing refreshes the lease and checks
 its TTL, since the lock's heartbeat says True even once the lease had expired. Groups
 are keys under a lease too.
-Options: lock_timeout and membership_timeout, set from [coordination] lease_timeout
-unless the URL sets them.
+Options: lock_timeout and membership_timeout, set from [coordination] lease_timeout,
+and timeout (etcd3gw's HTTP timeout, whole seconds; tooz's default is 30) from two
+thirds of it, unless the URL sets them.
 Requires: etcd3gw (Inspector's `etcd` extra).
 """
 
@@ -31,6 +32,8 @@ class EtcdLease(ToozLease):
 
 class Etcd3Coordinator(ToozCoordinator):
     lease_options = ("lock_timeout", "membership_timeout")
+    call_options = ("timeout",)
+    whole_seconds = True
     client_library = ("etcd3gw", "etcd")
     client_errors = (("etcd3gw.exceptions", "Etcd3Exception"),)
     lease_class = EtcdLease

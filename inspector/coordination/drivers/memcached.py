@@ -7,7 +7,8 @@ unreplicated server whose locks live in a cache (evicted when full, lost when it
 restarts): no HA, so `inspector api` and `inspector worker` accept it only with
 [coordination] single_host.
 Options: lock_timeout and membership_timeout, set from [coordination] lease_timeout
-plus MEMCACHED_EXPIRY_SLACK unless the URL sets them.
+plus MEMCACHED_EXPIRY_SLACK, and timeout (pymemcache's socket and connect timeouts,
+whole seconds; tooz's default is 30) from two thirds of it, unless the URL sets them.
 Requires: pymemcache (Inspector's `memcached` extra).
 """
 
@@ -57,6 +58,8 @@ class MemcachedCoordinator(ToozCoordinator):
     is_single_host = True
     lease_options = ("lock_timeout", "membership_timeout")
     lease_slack = MEMCACHED_EXPIRY_SLACK
+    call_options = ("timeout",)
+    whole_seconds = True
     client_library = ("pymemcache", "memcached")
     client_errors = (("pymemcache.exceptions", "MemcacheError"),)
     lease_class = MemcachedLease

@@ -3,8 +3,10 @@ tested in CI.
 
 Features: locks are keys that expire (renewed by our heartbeat; the heartbeat says
 when one is lost), groups are hashes whose members' keys expire.
-Options: lock_timeout and membership_timeout, set from [coordination] lease_timeout
-unless the URL sets them; tooz's own (timeout, sentinel, ssl...) as they are.
+Options: lock_timeout and membership_timeout, set from [coordination] lease_timeout,
+socket_timeout and socket_connect_timeout (redis-py's) from two thirds of it (tooz's
+default is 30 s: a Redis that stopped answering would hang a call past its lease),
+unless the URL sets them; tooz's own (sentinel, ssl...) as they are.
 Requires: redis (a dependency of Inspector).
 """
 
@@ -17,6 +19,7 @@ from inspector.coordination.drivers.common import ToozCoordinator
 
 class RedisCoordinator(ToozCoordinator):
     lease_options = ("lock_timeout", "membership_timeout")
+    call_options = ("socket_timeout", "socket_connect_timeout")
     client_errors = (("redis.exceptions", "RedisError"),)
 
     def _prepare(self, driver) -> None:

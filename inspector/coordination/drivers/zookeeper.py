@@ -4,7 +4,8 @@ Features: a lock is an ephemeral node, alive while our session is (kazoo pings o
 own: no heartbeat of ours); renewing checks that our node is still there. Groups are
 ephemeral nodes too. kazoo's synchronous calls wait without a time-out for a lost
 connection to come back: taking and releasing a lock run in a thread of their own,
-waited for CALL_TIMEOUT, and calls are refused while kazoo is disconnected.
+waited for the call timeout (two thirds of the lease), and calls are refused while kazoo
+is disconnected.
 Options: timeout (the session's), set from [coordination] lease_timeout unless the URL
 sets it; the server bounds it by its minSessionTimeout and maxSessionTimeout (by
 default 2 and 20 ticks: 4 s and 40 s).
@@ -14,12 +15,7 @@ Requires: kazoo (Inspector's `zookeeper` extra).
 import contextlib
 import logging
 
-from inspector.coordination.drivers.common import (
-    CALL_TIMEOUT,
-    ToozCoordinator,
-    ToozLease,
-    bounded,
-)
+from inspector.coordination.drivers.common import ToozCoordinator, ToozLease, bounded
 from inspector.coordination.drivers.tooz_private import (
     kazoo_client,
     kazoo_lock,
@@ -35,13 +31,14 @@ class ZooKeeperLease(ToozLease):
     keeps it alive). Renewing checks that our node is still there.
 
     kazoo's synchronous calls wait, without a time-out, for a lost connection to come
-    back: taking and releasing run in a thread of their own, waited for CALL_TIMEOUT; a
-    lock taken after that is released at once."""
+    back: taking and releasing run in a thread of their own, waited for the call
+    timeout; a lock taken after that is released at once."""
 
     @staticmethod
-    def acquire(lock) -> bool:
+    def acquire(lock, timeout: float) -> bool:
         return bounded(
             lambda: lock.acquire(blocking=False),
+            timeout,
             late=lambda taken: taken and lock.release(),
         )
 
@@ -50,7 +47,7 @@ class ZooKeeperLease(ToozLease):
         client = recipe.client
         if recipe.is_acquired and recipe.node is not None and client.connected:
             path = f"{recipe.path}/{recipe.node}"
-            data, _ = client.get_async(path).get(timeout=CALL_TIMEOUT)
+            data, _ = client.get_async(path).get(timeout=self._timeout)
             if data == recipe.data:
                 return None
         return "not connected, or its node is gone"
@@ -60,7 +57,7 @@ class ZooKeeperLease(ToozLease):
         # (or the session to expire, which frees the lock too).
         connected = kazoo_lock(self._lock).client.connected
         try:
-            bounded(self._lock.release, CALL_TIMEOUT if connected else 0.0)
+            bounded(self._lock.release, self._timeout if connected else 0.0)
         except Exception as exc:
             LOG.warning("Cannot release lease %s yet (it will be): %s", self._name, exc)
 
