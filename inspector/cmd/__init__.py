@@ -1,6 +1,8 @@
 """The `inspector` command: parses the subcommand, loads configuration, runs the service.
 
 `cmd` is the top layer: it builds everything from the configuration and passes it down.
+This module and inspector.cmd.arguments import only the standard library (and
+inspector.errors): each command imports what it uses when it runs.
 """
 
 import argparse
@@ -9,7 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from inspector import __version__
-from inspector.cmd import config_cmd, db_cmd, pxe_filter_cmd, service_cmd, status_cmd
+from inspector.cmd import arguments
 from inspector.errors import ConfigError, InspectorError
 
 LOG = logging.getLogger(__name__)
@@ -52,8 +54,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=__version__)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (service_cmd, pxe_filter_cmd, db_cmd, config_cmd, status_cmd):
-        module.add_parsers(commands)
+    arguments.add_commands(commands)
     _config_help(parser)
     return parser
 

@@ -13,35 +13,6 @@ from inspector.processing import rule_schema
 from inspector.store import schema
 
 
-def add_parsers(commands) -> None:
-    parser = commands.add_parser("db", help="database schema")
-    sub = parser.add_subparsers(dest="db_command", required=True, metavar="ACTION")
-    upgrade = sub.add_parser(
-        "upgrade",
-        help="migrate the schema to the newest revision (both phases), or one phase of a "
-        "rolling upgrade",
-    )
-    phases = upgrade.add_mutually_exclusive_group()
-    phases.add_argument(
-        "--expand",
-        dest="phase",
-        action="store_const",
-        const=schema.EXPAND,
-        help="only the revisions that may run before the new code starts (stops before "
-        "the first contract revision)",
-    )
-    phases.add_argument(
-        "--contract",
-        dest="phase",
-        action="store_const",
-        const=schema.CONTRACT,
-        help="everything left, once every process runs the new code",
-    )
-    upgrade.set_defaults(run=run_upgrade, phase=None)
-    sub.add_parser("version", help="print the schema revision").set_defaults(run=run_version)
-    _add_import_parser(sub)
-
-
 def _load(argv) -> cfg.ConfigOpts:
     conf = config.load(argv)
     setup_logging(conf, command=True)
@@ -88,24 +59,6 @@ def run_version(_args, argv) -> int:
         return 0
     print(f"{current} (head is {head}; pending: {_describe(left)})")
     return 0 if schema.compatibility(current) == "ok" else 1
-
-
-def _add_import_parser(sub) -> None:
-    parser = sub.add_parser(
-        "import-ironic-inspector",
-        help="copy node statuses, lookup attributes, stored introspection data and rules "
-        "from an ironic-inspector database (idempotent)",
-    )
-    parser.add_argument(
-        "--source-connection",
-        required=True,
-        metavar="URL",
-        help="the ironic-inspector database: its [database]connection URL; read only",
-    )
-    parser.add_argument(
-        "--dry-run", action="store_true", help="print what would be done; write nothing"
-    )
-    parser.set_defaults(run=run_import)
 
 
 def _validate_rule(document: dict) -> dict:

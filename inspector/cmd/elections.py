@@ -3,13 +3,16 @@ notifications, the PXE firewall), each left when the process stops."""
 
 import contextlib
 import dataclasses
+from typing import TYPE_CHECKING
 
 from oslo_config import cfg
 
 from inspector.coordination import Coordinator
 from inspector.coordination.election import Body, Election
 from inspector.lifecycle import Lifecycle, Outages
-from inspector.store import Store
+
+if TYPE_CHECKING:  # the store (SQLAlchemy): `inspector pxe-filter` for Ironic has none
+    from inspector.store import Store
 
 #: Seconds an election may take to reset, release and leave after shutdown.
 JOIN_BOUND = 30.0
@@ -23,7 +26,7 @@ class Elections:
 
     conf: cfg.ConfigOpts
     coordinator: Coordinator
-    db: Store | None
+    db: "Store | None"
     lifecycle: Lifecycle
     budget: Outages
     stack: contextlib.ExitStack

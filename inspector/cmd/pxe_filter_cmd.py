@@ -12,7 +12,6 @@ import logging
 from oslo_config import cfg
 
 from inspector import conf as config
-from inspector import services
 from inspector.api.logs import setup_logging
 from inspector.broker import channels
 from inspector.cmd import wiring
@@ -27,16 +26,6 @@ LOG = logging.getLogger(__name__)
 
 #: The command's name, as the operator types it.
 COMMAND = "pxe-filter"
-
-
-def add_parsers(commands) -> None:
-    parser = commands.add_parser(
-        COMMAND,
-        help="run only the HA PXE filter (the firewall and its leader election) on a PXE "
-        "host; with [pxe_filter] whitelist_source = ironic, in place of Ironic's "
-        "ironic-pxe-filter",
-    )
-    parser.set_defaults(run=run)
 
 
 def problems(conf: cfg.ConfigOpts) -> list[str]:
@@ -104,6 +93,9 @@ def run(_args, argv) -> int:
         budget = wiring.outages(conf, lifecycle)
         db = None
         if conf.pxe_filter.whitelist_source == "inspector":
+            # The store (SQLAlchemy), imported for this source only.
+            from inspector import services  # noqa: PLC0415
+
             db = services.open_store(conf)
             stack.callback(db.close)
         coordinator = wiring.open_coordinator(conf, lifecycle)

@@ -1,6 +1,10 @@
 """What each service role asks of the configuration: the checks `inspector api`, `inspector
 worker` and `inspector all` run before they start, which `inspector config check --role`
-runs too (these functions, not a copy).
+runs too (these functions, not a copy). Also the HA guard: processes that must share work
+refuse in-process backends.
+
+Imports only what the checks read (not the services' wiring): `inspector config check`
+runs before each service starts (ExecStartPre=).
 """
 
 import dataclasses
@@ -9,10 +13,8 @@ import logging
 from oslo_config import cfg
 
 from inspector import conf as config
-from inspector.api import auth
 from inspector.broker import transports
 from inspector.broker.tls import Tls
-from inspector.cmd import wiring
 from inspector.conf import compat
 from inspector.coordination import backends as dlm
 from inspector.errors import ConfigError
@@ -81,6 +83,9 @@ def check(conf: cfg.ConfigOpts, role: str) -> Verdict:
         except ConfigError as exc:
             problems.append(exc.message)
     if role in compat.SERVING and _auth_strategy(conf, role) == "keystone":
+        # Flask and keystonemiddleware: for the keystone strategy only.
+        from inspector.api import auth  # noqa: PLC0415
+
         problems.extend(auth.keystone_problems(conf))
     if role == "all":
         unusable = dlm.unsupported(conf.coordination.backend_url)
@@ -88,7 +93,7 @@ def check(conf: cfg.ConfigOpts, role: str) -> Verdict:
             problems.append(unusable)
     else:
         try:
-            wiring.check_shared_backends(conf, role)
+            check_shared_backends(conf, role)
         except ConfigError as exc:
             shared = exc.message
             if take_over.not_taken and conf.queue.transport_url.startswith("memory:"):
@@ -100,6 +105,45 @@ def check(conf: cfg.ConfigOpts, role: str) -> Verdict:
         take_over.notes,
         tuple(compat.unread(conf, config.known_options(conf))),
     )
+
+
+def check_shared_backends(conf: cfg.ConfigOpts, role: str) -> None:
+    """`inspector api` and `inspector worker` share work with other processes: an
+    in-process queue or lock table would silently split the cluster, and memcached
+    cannot coordinate several hosts. Refuse them, and a DLM Inspector cannot use."""
+    problems = []
+    backend_url = conf.coordination.backend_url
+    if conf.queue.transport_url.startswith("memory:"):
+        problems.append(
+            "[queue] transport_url = memory:// only works inside one process; "
+            "use amqp://... (RabbitMQ) or redis://..."
+        )
+    unusable = dlm.unsupported(backend_url)
+    if unusable:
+        problems.append(unusable)
+    elif backend_url.startswith("memory:"):
+        problems.append(
+            "[coordination] backend_url = memory:// only works inside one process; "
+            "use redis://..., etcd3+http://... or zookeeper://..."
+        )
+    elif dlm.scheme_of(backend_url) == "memcached" and not conf.coordination.single_host:
+        problems.append(
+            "[coordination] backend_url = memcached://... cannot coordinate processes on "
+            "several hosts: memcached is one unreplicated server whose locks live in a "
+            "cache (evicted when full, gone when it restarts), no HA. Across hosts, use "
+            "redis://..., etcd3+http://... or zookeeper://...; if every Inspector "
+            "process runs on this host, set [coordination] single_host = true"
+        )
+    if problems:
+        raise ConfigError(
+            f"`inspector {role}` shares its work with other processes, so:\n  "
+            + "\n  ".join(problems)
+            + "\n(`inspector all` runs everything in one process on these defaults)"
+        )
+    if not conf.database.connection:
+        LOG.warning("Embedded SQLite database: every process must run on this host")
+    if backend_url.startswith("file:"):
+        LOG.warning("file locks only work between processes of this host")
 
 
 def require(conf: cfg.ConfigOpts, role: str) -> None:

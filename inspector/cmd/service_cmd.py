@@ -1,4 +1,8 @@
-"""`inspector api|worker|all`: run the service's processes until SIGTERM or Ctrl-C."""
+"""`inspector api|worker|all`: run the service's processes until SIGTERM or Ctrl-C.
+
+The API (Flask, its middleware, the HTTP server) is imported by the roles that serve it
+only: a worker starts without it.
+"""
 
 import contextlib
 import logging
@@ -7,10 +11,8 @@ from oslo_config import cfg
 
 from inspector import conf as config
 from inspector import services, store
-from inspector.api import app as app_factory
-from inspector.api import server
 from inspector.api.logs import setup_logging
-from inspector.cmd import roles, wiring
+from inspector.cmd import roles, wiring, worker_wiring
 from inspector.errors import ConfigError
 from inspector.lifecycle import Lifecycle, settle_heap
 from inspector.services import Backends
@@ -21,21 +23,6 @@ LOG = logging.getLogger(__name__)
 
 #: Seconds a running task may still take after SIGTERM before the process gives up on it.
 TASK_BOUND = 60.0
-
-
-def add_parsers(commands) -> None:
-    api = commands.add_parser("api", help="serve the HTTP API")
-    api.set_defaults(run=run_api)
-    worker = commands.add_parser(
-        "worker", help="run a pool of workers taking transition requests from the queue"
-    )
-    worker.set_defaults(run=run_worker)
-    everything = commands.add_parser(
-        "all",
-        help="API and workers in one process on embedded defaults (SQLite, "
-        "in-process queue and locks, noauth): the first thing to run",
-    )
-    everything.set_defaults(run=run_all)
 
 
 def _load(argv, role: str) -> cfg.ConfigOpts:
@@ -73,6 +60,9 @@ def _require_schema(conf: cfg.ConfigOpts, lifecycle: Lifecycle) -> bool:
 
 
 def _serve(conf: cfg.ConfigOpts, lifecycle: Lifecycle, backends: Backends) -> None:
+    from inspector.api import app as app_factory  # noqa: PLC0415 - api and all only
+    from inspector.api import server  # noqa: PLC0415
+
     app = app_factory.create_app(
         conf, store=backends.store, queue=backends.queue, ironic=backends.ironic
     )
@@ -110,7 +100,7 @@ def run_worker(_args, argv) -> int:
         return _stopped(lifecycle)
     with (
         contextlib.closing(services.build_services(conf, lifecycle)) as backends,
-        wiring.running_pool(conf, lifecycle, backends) as pool,
+        worker_wiring.running_pool(conf, lifecycle, backends) as pool,
     ):
         settle_heap()
         lifecycle.shutdown.wait()
@@ -128,7 +118,7 @@ def run_all(_args, argv) -> int:
     # One process: the API shares the workers' store, in-process queue and client.
     with (
         contextlib.closing(services.build_services(conf, lifecycle)) as backends,
-        wiring.running_pool(conf, lifecycle, backends) as pool,
+        worker_wiring.running_pool(conf, lifecycle, backends) as pool,
     ):
         try:
             _serve(conf, lifecycle, backends)

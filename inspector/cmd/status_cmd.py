@@ -1,6 +1,5 @@
-"""`inspector status` (the PXE firewall of every worker: open or closed, the leader, the
-lists' sizes, the last sync) and `inspector firewall close` (for a supervisor's
-ExecStopPost: a killed worker cannot close a dnsmasq hostsdir itself)."""
+"""`inspector status`: the collectors' report (inspector.cmd.collectors) and the PXE
+firewall of every worker (open or closed, the leader, the lists' sizes, the last sync)."""
 
 import dataclasses
 import json
@@ -19,39 +18,8 @@ from inspector.broker.queue import WorkQueue
 from inspector.broker.tls import Tls
 from inspector.cmd import collectors
 from inspector.errors import InspectorError
-from inspector.firewall import drivers, manager
+from inspector.firewall import manager
 from inspector.firewall.status import Status, table
-
-#: Seconds `inspector status` waits for the workers' answers unless told otherwise.
-DEFAULT_WAIT = 2.0
-
-
-def add_parsers(commands) -> None:
-    status = commands.add_parser(
-        "status",
-        help="the cluster at a glance: database, queue, nodes per state, singleton groups "
-        "and leaders, periodic tasks, notifications, every worker's PXE firewall; the exit "
-        "status ORs the collectors' codes (0 ok, 1 being fixed, 2 unknown, 4 operator)",
-    )
-    status.add_argument(
-        "--json",
-        action="store_true",
-        help="print the report of every collector as JSON (Ganeti monitoring format)",
-    )
-    status.add_argument(
-        "--wait",
-        type=float,
-        default=DEFAULT_WAIT,
-        help=f"seconds to wait for the workers' answers (default {DEFAULT_WAIT:g})",
-    )
-    status.set_defaults(run=run_status)
-    firewall = commands.add_parser("firewall", help="act on this host's PXE firewall")
-    actions = firewall.add_subparsers(dest="action", required=True, metavar="ACTION")
-    close = actions.add_parser(
-        "close",
-        help="close this host's PXE service now (e.g. ExecStopPost of the worker's unit)",
-    )
-    close.set_defaults(run=run_close)
 
 
 def _load(argv) -> cfg.ConfigOpts:
@@ -60,14 +28,6 @@ def _load(argv) -> cfg.ConfigOpts:
     # what matters.
     setup_logging(conf, command=True)
     return conf
-
-
-def run_close(_args, argv) -> int:
-    conf = _load(argv)
-    driver = drivers.load(conf)
-    driver.close()
-    print(f"PXE service closed ({driver.name} driver)")
-    return 0
 
 
 def _leader(conf: cfg.ConfigOpts) -> str:

@@ -1,7 +1,10 @@
 """[ironic] options: keystoneauth session/adapter/auth options, the Ironic retry policy
-and how power actions are confirmed."""
+and how power actions are confirmed.
 
-from keystoneauth1 import loading
+keystoneauth (and requests under it) is imported when its options are registered, not
+with this module: a command that reads other groups only does not pay for it.
+"""
+
 from oslo_config import cfg
 
 GROUP = "ironic"
@@ -60,6 +63,8 @@ OPTS = [
 
 
 def register(conf: cfg.ConfigOpts) -> None:
+    from keystoneauth1 import loading  # noqa: PLC0415
+
     conf.register_opts(OPTS, group=GROUP)
     loading.register_session_conf_options(conf, GROUP)
     loading.register_auth_conf_options(conf, GROUP)
@@ -69,6 +74,8 @@ def register(conf: cfg.ConfigOpts) -> None:
 
 def sample_opts() -> list[cfg.Opt]:
     """Our options plus keystoneauth's, with the password plugin's as an example."""
+    from keystoneauth1 import loading  # noqa: PLC0415
+
     opts = list(OPTS)
     opts += loading.get_session_conf_options()
     opts += loading.get_auth_common_conf_options()

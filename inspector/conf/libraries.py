@@ -15,8 +15,6 @@ import logging
 from collections.abc import Iterable
 from importlib import metadata
 
-from keystoneauth1 import loading
-
 LOG = logging.getLogger(__name__)
 
 __all__ = ["AUTH_SECTION_OWNERS", "reader", "reads", "reads_auth"]
@@ -66,6 +64,8 @@ def _names(opts: Iterable) -> frozenset[str]:
 @functools.cache
 def _auth_names() -> frozenset[str]:
     """auth_type, auth_section and the options of every auth plugin installed here."""
+    from keystoneauth1 import loading  # noqa: PLC0415 - only when a file sets such a section
+
     opts = list(loading.get_auth_common_conf_options())
     for entry_point in metadata.entry_points(group=loading.PLUGIN_NAMESPACE):
         opts += _plugin_options(entry_point)
@@ -86,6 +86,8 @@ def _plugin_options(entry_point: metadata.EntryPoint) -> list:
 
 @functools.cache
 def _ironic_names() -> frozenset[str]:
+    from keystoneauth1 import loading  # noqa: PLC0415 - only when a file sets [ironic]
+
     session = loading.get_session_conf_options()
     adapter = loading.get_adapter_conf_options(include_deprecated=True)
     return _names([*session, *adapter]) | _auth_names()

@@ -74,7 +74,8 @@ def validate(conf: cfg.ConfigOpts, groups: Iterable[tuple[str, list[cfg.Opt]]]) 
     problems.extend(_cross_checks(conf))
     if problems:
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems))
-    if conf.timeout > DESIGN_MAX_TIMEOUT:
+    # Only when [DEFAULT] timeout is registered (not by `load_groups`).
+    if "timeout" in conf and conf.timeout > DESIGN_MAX_TIMEOUT:
         LOG.warning(
             "[DEFAULT] timeout = %s s is above the design's bound of %s s: a node that "
             "never boots keeps its introspection (and its firewall opening) that long",

@@ -10,7 +10,7 @@ import urllib.parse
 import pytest
 
 from inspector import conf as config
-from inspector.cmd import wiring
+from inspector.cmd import roles
 from inspector.coordination import backends, connect
 from inspector.errors import ConfigError
 
@@ -38,7 +38,7 @@ def test_single_host_defaults_to_false():
 def test_memcached_is_refused_where_hosts_may_be_several(tmp_path, role):
     conf = load(tmp_path, "memcached://127.0.0.1:11211")
     with pytest.raises(ConfigError) as refused:
-        wiring.check_shared_backends(conf, role)
+        roles.check_shared_backends(conf, role)
     message = refused.value.message
     assert f"`inspector {role}`" in message
     assert "[coordination] backend_url = memcached://" in message
@@ -50,7 +50,7 @@ def test_memcached_is_refused_where_hosts_may_be_several(tmp_path, role):
 @pytest.mark.parametrize("role", ["api", "worker"])
 def test_memcached_is_accepted_on_a_single_host(tmp_path, role):
     conf = load(tmp_path, "memcached://127.0.0.1:11211", single_host="true")
-    wiring.check_shared_backends(conf, role)
+    roles.check_shared_backends(conf, role)
 
 
 @pytest.mark.parametrize(
@@ -64,13 +64,13 @@ def test_memcached_is_accepted_on_a_single_host(tmp_path, role):
     ],
 )
 def test_replicable_dlms_need_no_single_host(tmp_path, url):
-    wiring.check_shared_backends(load(tmp_path, url), "worker")
+    roles.check_shared_backends(load(tmp_path, url), "worker")
 
 
 def test_single_host_does_not_let_memory_through(tmp_path):
     conf = load(tmp_path, "memory://", single_host="true")
     with pytest.raises(ConfigError, match="memory:// only works inside one process"):
-        wiring.check_shared_backends(conf, "worker")
+        roles.check_shared_backends(conf, "worker")
 
 
 @pytest.mark.parametrize(
@@ -86,7 +86,7 @@ def test_single_host_does_not_let_memory_through(tmp_path):
 def test_drivers_that_cannot_serve_are_refused(tmp_path, url):
     scheme = url.split(":")[0]
     with pytest.raises(ConfigError) as refused:
-        wiring.check_shared_backends(load(tmp_path, url, single_host="true"), "worker")
+        roles.check_shared_backends(load(tmp_path, url, single_host="true"), "worker")
     assert f"[coordination] backend_url = {scheme}://... is not a DLM" in refused.value.message
     # `inspector all` meets the same refusal when it connects.
     with pytest.raises(ConfigError, match="is not a DLM"):
@@ -115,7 +115,7 @@ def test_a_missing_client_library_names_the_extra(monkeypatch, tmp_path, url, mo
     assert f"'ironic-ha-inspector[{extra}]' from its wheel" in refused.value.message
     conf = load(tmp_path, url, single_host="true")
     with pytest.raises(ConfigError, match=f"ironic-ha-inspector\\[{extra}\\]"):
-        wiring.check_shared_backends(conf, "worker")
+        roles.check_shared_backends(conf, "worker")
 
 
 REDIS_LEASE = {"lock_timeout": "3", "membership_timeout": "3"}

@@ -76,8 +76,9 @@ def store(tmp_path):
     db.close()
 
 
-def start(conf, firewall, election, store, channel="channel"):
-    waits: list[float] = []
+def start(conf, firewall, election, store, channel="channel", meanwhile=None):
+    """The waits start_firewall made (and, in order among them, `meanwhile`'s calls)."""
+    waits: list = []
     lifecycle = types.SimpleNamespace(shutdown=Shutdown(waits))
     wiring.start_firewall(
         conf,
@@ -88,6 +89,7 @@ def start(conf, firewall, election, store, channel="channel"):
         channel=channel,
         budget=None,
         lifecycle=lifecycle,
+        meanwhile=None if meanwhile is None else lambda: meanwhile(waits),
     )
     return waits
 
@@ -112,3 +114,11 @@ def test_noop_and_no_channel_stamp_nothing(conf, store):
         assert not hasattr(firewall, "stamps")
     assert store.mark(demand.MARKER) is None
     assert not demand.Demand(store)()
+
+
+def test_what_else_the_process_starts_does_not_wait_for_the_announcers(conf, store):
+    """A worker's pool takes work at once; only the firewall's election waits."""
+    election = Election()
+    waits = start(conf, Firewall("nftables"), election, store, meanwhile=lambda w: w.append("pool"))
+    assert waits == ["pool", demand.CHECK_PERIOD + 0.5]
+    assert election.started
