@@ -8,12 +8,24 @@ Coordinator drivers, the worker's timed view and the tests' fakes implement it.
 """
 
 import contextlib
+import importlib
 from typing import Protocol
 
 from inspector.coordination.backends import connect
 from inspector.coordination.base import Coordinator, Lease
-from inspector.coordination.drivers.common import ToozCoordinator
-from inspector.coordination.drivers.memory import LocalCoordinator
+
+#: Driver classes named here, imported when first asked for (tooz's import is costly,
+#: and commands that only check a URL need none).
+_LAZY = {
+    "LocalCoordinator": "inspector.coordination.drivers.memory",
+    "ToozCoordinator": "inspector.coordination.drivers.common",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class DLM(Protocol):

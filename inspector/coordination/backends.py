@@ -1,34 +1,50 @@
 """Which coordinator a [coordination] backend_url selects: a plain table of URL scheme
-to driver class (one module each under inspector.coordination.drivers), and why a URL
-cannot serve."""
+to driver class (one module each under inspector.coordination.drivers, imported only
+when a coordinator is made: checking a URL imports no DLM client nor tooz), and why a
+URL cannot serve."""
 
+import dataclasses
+import importlib
 import importlib.util
 from typing import Any
 
 from inspector.coordination.base import Coordinator, Lease
-from inspector.coordination.drivers.common import ToozCoordinator
-from inspector.coordination.drivers.etcd3 import Etcd3Coordinator
-from inspector.coordination.drivers.file import FileCoordinator
-from inspector.coordination.drivers.memcached import MemcachedCoordinator
-from inspector.coordination.drivers.memory import LocalCoordinator
-from inspector.coordination.drivers.redis import RedisCoordinator
-from inspector.coordination.drivers.zookeeper import ZooKeeperCoordinator
 from inspector.errors import ConfigError
 
 __all__ = ["DRIVERS", "Coordinator", "Lease", "connect", "scheme_of", "unsupported"]
 
+_DRIVERS_PACKAGE = "inspector.coordination.drivers"
+
+
+@dataclasses.dataclass(frozen=True)
+class Driver:
+    """A driver class by name, and the client library it needs."""
+
+    #: "module:Class", the module relative to inspector.coordination.drivers.
+    path: str
+    #: The Python package of its client, and the extra of our distribution that brings it.
+    client_library: tuple[str, str] | None = None
+
+    def load(self) -> type[Coordinator]:
+        module, name = self.path.split(":")
+        return getattr(importlib.import_module(f"{_DRIVERS_PACKAGE}.{module}"), name)
+
+
+_ETCD3 = Driver("etcd3:Etcd3Coordinator", ("etcd3gw", "etcd"))
+_ZOOKEEPER = Driver("zookeeper:ZooKeeperCoordinator", ("kazoo", "zookeeper"))
+
 #: The driver of each URL scheme: those that give what the service needs (non-blocking
 #: locks that expire, whose holder can renew them and learn that it lost them, and
 #: groups). Not tooz's ipc://, mysql://, postgresql:// or kubernetes://: none has groups.
-DRIVERS: dict[str, type[Coordinator]] = {
-    "memory": LocalCoordinator,
-    "redis": RedisCoordinator,
-    "etcd3+http": Etcd3Coordinator,
-    "etcd3+https": Etcd3Coordinator,
-    "zookeeper": ZooKeeperCoordinator,
-    "kazoo": ZooKeeperCoordinator,
-    "memcached": MemcachedCoordinator,
-    "file": FileCoordinator,
+DRIVERS: dict[str, Driver] = {
+    "memory": Driver("memory:LocalCoordinator"),
+    "redis": Driver("redis:RedisCoordinator"),
+    "etcd3+http": _ETCD3,
+    "etcd3+https": _ETCD3,
+    "zookeeper": _ZOOKEEPER,
+    "kazoo": _ZOOKEEPER,
+    "memcached": Driver("memcached:MemcachedCoordinator", ("pymemcache", "memcached")),
+    "file": Driver("file:FileCoordinator"),
 }
 
 
@@ -47,7 +63,7 @@ def unsupported(url: str) -> str | None:
             "redis://..., etcd3+http://..., zookeeper://... (memcached://... on one "
             "host, memory:// in one process)"
         )
-    library = getattr(driver, "client_library", None)
+    library = driver.client_library
     if library is not None and importlib.util.find_spec(library[0]) is None:
         module, extra = library
         return (
@@ -60,7 +76,10 @@ def unsupported(url: str) -> str | None:
 
 def with_lease(url: str, lease_seconds: int) -> str:
     """The URL tooz gets: url with its driver's lease options set, unless it sets them."""
-    driver = DRIVERS.get(scheme_of(url))
+    from inspector.coordination.drivers.common import ToozCoordinator  # noqa: PLC0415
+
+    entry = DRIVERS.get(scheme_of(url))
+    driver = None if entry is None else entry.load()
     if driver is None or not issubclass(driver, ToozCoordinator):
         return url
     return driver.with_lease(url, lease_seconds)
@@ -73,7 +92,7 @@ def connect(url: str, member_id: str, **options: Any) -> Coordinator:
     problem = unsupported(url)
     if problem:
         raise ConfigError(problem)
-    driver = DRIVERS[scheme_of(url)]
+    driver = DRIVERS[scheme_of(url)].load()
     if driver.is_single_process:
         return driver(member_id)
     return driver(url, member_id, **options)

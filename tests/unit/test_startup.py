@@ -120,8 +120,8 @@ def test_config_check_for_a_worker_imports_neither_the_store_nor_the_api(tmp_pat
     modules, result = imported("config", "check", "--role", "worker", "--config-file", str(config))
     assert result.returncode == 0, result.stderr
     assert "configuration is valid for `inspector worker`" in result.stdout
-    # It checks the queue's and the DLM's URLs (kombu, tooz): not the database, the API,
-    # Ironic's client or the channel.
+    # It checks the queue's URL (kombu) and the DLM's from a table (no tooz: a driver is
+    # imported only to connect): not the database, the API, Ironic's client or the channel.
     assert not tops(modules) & {
         "sqlalchemy",
         "alembic",
@@ -129,7 +129,10 @@ def test_config_check_for_a_worker_imports_neither_the_store_nor_the_api(tmp_pat
         "keystonemiddleware",
         "oslo_messaging",
         "jsonschema",
+        "tooz",
+        "eventlet",
     }
+    assert not {name for name in modules if name.startswith("inspector.coordination.drivers")}
     assert "inspector.api.logs" in modules  # the logging set-up it checks
     assert not {
         name

@@ -87,8 +87,6 @@ class ToozCoordinator(Coordinator):
     lease_options: tuple[str, ...] = ()
     #: Seconds added to lease_timeout in those options.
     lease_slack = 0
-    #: The client library the driver needs: (module, extra of our distribution).
-    client_library: tuple[str, str] | None = None
     #: What a tooz call may raise when the DLM is unreachable: tooz wraps some client
     #: errors and lets others through (those raised in its executor, e.g. by group calls).
     client_errors: tuple[tuple[str, str], ...] = ()

@@ -34,7 +34,6 @@ class Etcd3Coordinator(ToozCoordinator):
     lease_options = ("lock_timeout", "membership_timeout")
     call_options = ("timeout",)
     whole_seconds = True
-    client_library = ("etcd3gw", "etcd")
     client_errors = (("etcd3gw.exceptions", "Etcd3Exception"),)
     lease_class = EtcdLease
 

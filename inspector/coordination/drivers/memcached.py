@@ -60,6 +60,5 @@ class MemcachedCoordinator(ToozCoordinator):
     lease_slack = MEMCACHED_EXPIRY_SLACK
     call_options = ("timeout",)
     whole_seconds = True
-    client_library = ("pymemcache", "memcached")
     client_errors = (("pymemcache.exceptions", "MemcacheError"),)
     lease_class = MemcachedLease

@@ -64,7 +64,6 @@ class ZooKeeperLease(ToozLease):
 
 class ZooKeeperCoordinator(ToozCoordinator):
     lease_options = ("timeout",)
-    client_library = ("kazoo", "zookeeper")
     client_errors = (("kazoo.exceptions", "KazooException"),)
     lease_class = ZooKeeperLease
     #: kazoo's client: its calls are only made while it is connected.
