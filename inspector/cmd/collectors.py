@@ -14,6 +14,7 @@ from typing import Any
 from oslo_config import cfg
 
 from inspector import coordination
+from inspector.coordination import backends
 from inspector.errors import InspectorError
 from inspector.machine import ACTIVE_STATES, State
 from inspector.periodic import tasks as clean_up
@@ -100,9 +101,11 @@ def singletons(
     problem: str | None,
     *,
     one_process: bool = False,
+    caveat: str | None = None,
 ) -> Report:
     """Members of each singleton group, and whether its leader is one of them; with the
-    in-process DLM (`one_process`), `inspector all` is every group: nothing to check."""
+    in-process DLM (`one_process`), `inspector all` is every group: nothing to check.
+    `caveat`: what the DLM cannot promise (memcached's), said whatever the groups."""
     data: dict[str, Any] = {"groups": {}}
     worst, messages = OK, []
     for kind in SINGLETONS:
@@ -125,6 +128,8 @@ def singletons(
         worst, messages = OK, [ONE_PROCESS]
     elif members is None:
         worst, messages = UNKNOWN, [f"cannot read the groups: {problem}"]
+    if caveat:
+        messages.append(f"DLM caveat: {caveat}")
     data["status"] = status(worst, "; ".join(messages))
     return Report("singletons", STATUS, data, category="cluster")
 
@@ -213,7 +218,15 @@ def gather(
         one_process = _in_process(conf.coordination.backend_url)
         reports += [
             nodes(census),
-            singletons(census, members, group_problem, one_process=one_process),
+            singletons(
+                census,
+                members,
+                group_problem,
+                one_process=one_process,
+                caveat=None
+                if conf.coordination.single_host
+                else backends.caveat(conf.coordination.backend_url),
+            ),
             periodic(census, clean_up.periods(conf), conf.coordination.lease_timeout, now),
             notifications(census),
         ]

@@ -109,8 +109,9 @@ def check(conf: cfg.ConfigOpts, role: str) -> Verdict:
 
 def check_shared_backends(conf: cfg.ConfigOpts, role: str) -> None:
     """`inspector api` and `inspector worker` share work with other processes: an
-    in-process queue or lock table would silently split the cluster, and memcached
-    cannot coordinate several hosts. Refuse them, and a DLM Inspector cannot use."""
+    in-process queue or lock table would silently split the cluster. Refuse them, and a
+    DLM Inspector cannot use; say what a DLM with a caveat (memcached, as
+    ironic-inspector's split mode ran on it) cannot promise."""
     problems = []
     backend_url = conf.coordination.backend_url
     if conf.queue.transport_url.startswith("memory:"):
@@ -126,14 +127,6 @@ def check_shared_backends(conf: cfg.ConfigOpts, role: str) -> None:
             "[coordination] backend_url = memory:// only works inside one process; "
             "use redis://..., etcd3+http://... or zookeeper://..."
         )
-    elif dlm.scheme_of(backend_url) == "memcached" and not conf.coordination.single_host:
-        problems.append(
-            "[coordination] backend_url = memcached://... cannot coordinate processes on "
-            "several hosts: memcached is one unreplicated server whose locks live in a "
-            "cache (evicted when full, gone when it restarts), no HA. Across hosts, use "
-            "redis://..., etcd3+http://... or zookeeper://...; if every Inspector "
-            "process runs on this host, set [coordination] single_host = true"
-        )
     if problems:
         raise ConfigError(
             f"`inspector {role}` shares its work with other processes, so:\n  "
@@ -144,6 +137,9 @@ def check_shared_backends(conf: cfg.ConfigOpts, role: str) -> None:
         LOG.warning("Embedded SQLite database: every process must run on this host")
     if backend_url.startswith("file:"):
         LOG.warning("file locks only work between processes of this host")
+    caveat = dlm.caveat(backend_url)
+    if caveat and not conf.coordination.single_host:
+        LOG.warning("[coordination] backend_url = %s://...: %s", dlm.scheme_of(backend_url), caveat)
 
 
 def require(conf: cfg.ConfigOpts, role: str) -> None:

@@ -10,18 +10,22 @@ OPTS = [
         default="memory://",
         help="tooz URL of the distributed lock manager: redis://host:6379, "
         "etcd3+http://host:2379 (pip extra [etcd]), zookeeper://host:2181 ([zookeeper]), "
-        "memcached://host:11211 ([memcached]; one host only, see single_host), or "
+        "memcached://host:11211 ([memcached]; accepted as ironic-inspector did, with a "
+        "warning: memcached loses locks on eviction and restart), or "
         "memory:// (in-process, a single process only). ironic-inspector's default was "
         "memcached://localhost:11211.",
     ),
     cfg.BoolOpt(
         "single_host",
         default=False,
+        deprecated_for_removal=True,
+        deprecated_reason="`inspector api` and `inspector worker` accept memcached:// "
+        "without it (warning what memcached cannot promise); only `inspector pxe-filter` "
+        "still reads it.",
         help="Every Inspector process that uses this DLM runs on this one host (as "
-        "`inspector all` always does). Only then do `inspector api` and `inspector "
-        "worker` accept memcached:// as backend_url: memcached is one unreplicated "
-        "server whose locks live in a cache (evicted when it is full, gone when it "
-        "restarts), which cannot give a cluster of several hosts its HA.",
+        "`inspector all` always does): `inspector pxe-filter` then accepts memcached:// "
+        "or memory:// and opens without waiting for another host's close, and the "
+        "memcached warning is not given.",
     ),
     cfg.IntOpt(
         "max_retries",

@@ -24,6 +24,9 @@ class Driver:
     path: str
     #: The Python package of its client, and the extra of our distribution that brings it.
     client_library: tuple[str, str] | None = None
+    #: What it cannot promise processes on several hosts (logged at their start-up and
+    #: said by `inspector status`); None: what the service needs, it gives.
+    caveat: str | None = None
 
     def load(self) -> type[Coordinator]:
         module, name = self.path.split(":")
@@ -43,7 +46,15 @@ DRIVERS: dict[str, Driver] = {
     "etcd3+https": _ETCD3,
     "zookeeper": _ZOOKEEPER,
     "kazoo": _ZOOKEEPER,
-    "memcached": Driver("memcached:MemcachedCoordinator", ("pymemcache", "memcached")),
+    "memcached": Driver(
+        "memcached:MemcachedCoordinator",
+        ("pymemcache", "memcached"),
+        caveat="memcached is one unreplicated server whose locks live in a cache: a lock "
+        "is lost when memcached evicts it (full) or restarts, so for a moment two "
+        "processes may each lead a singleton (two PXE hosts open, a periodic task run "
+        "twice); node data stays safe (every state change is a compare-and-swap on its "
+        "version). Redis, etcd or ZooKeeper do not lose locks: move to one of them",
+    ),
     "file": Driver("file:FileCoordinator"),
 }
 
@@ -72,6 +83,12 @@ def unsupported(url: str) -> str | None:
             f"'.[{extra}]' in a checkout, or 'ironic-ha-inspector[{extra}]' from its wheel)"
         )
     return None
+
+
+def caveat(url: str) -> str | None:
+    """What the DLM of url cannot promise processes on several hosts, or None."""
+    driver = DRIVERS.get(scheme_of(url))
+    return None if driver is None else driver.caveat
 
 
 def with_lease(url: str, lease_seconds: int) -> str:

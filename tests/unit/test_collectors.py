@@ -5,6 +5,7 @@ from datetime import datetime, timedelta
 
 from inspector.cmd import collectors
 from inspector.cmd.collectors import FIXING, OK, OPERATOR, UNKNOWN
+from inspector.coordination import backends
 from inspector.store.census import Census
 
 NOW = datetime(2026, 11, 22, 12, 0, 0)
@@ -126,3 +127,12 @@ def test_requests_in_flight_are_counted_apart():
     assert report.data["depth"] == 2 and report.data["in_flight"] == 1
     assert collectors.summary([report]) == "queue          ok (depth 2, 1 in flight)\n"
     assert "in_flight" not in collectors.queue(2, None).data  # the broker does not say
+
+
+def test_a_dlm_with_a_caveat_is_said_in_the_singletons_line():
+    caveat = backends.caveat("memcached://127.0.0.1:11211")
+    assert caveat and "evicts" in caveat
+    report = collectors.singletons(census(), {"periodic": ["host-a-1"]}, None, caveat=caveat)
+    assert report.code == OK
+    assert report.data["status"]["message"] == f"DLM caveat: {caveat}"
+    assert backends.caveat("redis://127.0.0.1:6379") is None
