@@ -205,8 +205,9 @@ NOTES: dict[tuple[str, str], str] = {
     ("DEFAULT", "auth_strategy"): "`inspector all` defaults to noauth",
     ("DEFAULT", "host"): "names this process in the DLM's groups and leader elections",
     ("coordination", "backend_url"): "default memory:// (ironic-inspector: "
-    "memcached://localhost:11211); memcached:// by `inspector all`, and by `inspector api` "
-    "+ `inspector worker` only with [coordination] single_host = true",
+    "memcached://localhost:11211); memcached:// by `inspector all`, `inspector api` and "
+    "`inspector worker` (these two warn once at start-up what memcached cannot promise), "
+    "by `inspector pxe-filter` only with [coordination] single_host = true",
     ("pxe_filter", "driver"): "default noop (ironic-inspector: iptables)",
     ("processing", "store_data"): "none or database; swift is refused",
     ("database", "max_pool_size"): f"default {database.MAX_POOL_SIZE} (oslo.db: 5), for "

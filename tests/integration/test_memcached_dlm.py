@@ -1,9 +1,11 @@
-"""memcached as the DLM on one host, as ironic-inspector's standalone configuration had
-it (`[coordination] backend_url = memcached://...`): `inspector all` takes its leader
-lease and membership in the real memcached, and so do two `inspector worker` processes
-of one host ([coordination] single_host = true), one leader at a time, fail-over after
-kill -9 with runs that never overlap."""
+"""memcached as the DLM, as ironic-inspector's configurations had it (`[coordination]
+backend_url = memcached://...`): `inspector all` takes its leader lease and membership in
+the real memcached, and so do two `inspector worker` processes without `[coordination]
+single_host` (as ironic-inspector's split mode ran on it), each warning once what
+memcached cannot promise, which `inspector status` says too; one leader at a time,
+fail-over after kill -9 with runs that never overlap."""
 
+import json
 import signal
 import time
 import uuid
@@ -11,7 +13,7 @@ import uuid
 import pytest
 from pymemcache.client.base import Client
 
-from inspector.coordination import connect
+from inspector.coordination import backends, connect
 from tests.dlm_servers import dlm_url
 from tests.integration.cluster import free_port, running_deployment, wait_for
 from tests.integration.test_cli import get, running
@@ -94,7 +96,6 @@ def workers(tmp_path, postgresql_admin, redis_server, ironic_url, memcached_url)
             "DEFAULT": {"clean_up_period": 0.2},
             "coordination": {
                 "backend_url": memcached_url,
-                "single_host": "true",
                 "lease_timeout": LEASE,
                 "election_interval": 0.2,
             },
@@ -103,10 +104,17 @@ def workers(tmp_path, postgresql_admin, redis_server, ironic_url, memcached_url)
         yield deployment
 
 
-def test_workers_of_one_host_share_memcached(workers, memcached):
+def test_workers_share_memcached_one_leader_at_a_time(workers, memcached):
+    caveat = backends.caveat("memcached://")
     runs = Runs(workers.database_url)
     wait_for(lambda: len(runs.all("expiry")) >= 5, 30, message="periodic runs")
     assert len(runs.holders()) == 1, "more than one worker ran periodic tasks"
+    for worker in workers.workers:
+        assert worker.log_text().count(caveat) == 1, worker.log_text()
+    answer = workers.run("status", "--json", "--wait", "2")
+    reports = {report["name"]: report for report in json.loads(answer.stdout)}
+    said = reports["singletons"]["data"]["status"]["message"]
+    assert f"DLM caveat: {caveat}" in said, answer.stdout
     leader = next(p for p in workers.workers if p.pid == leader_pid(runs))
     holder = memcached.get(LEADER_KEY)
     assert holder is not None and pid_of(holder.decode()) == leader.pid

@@ -1,5 +1,5 @@
 """Which DLM a process accepts: the HA guard of `inspector api|worker` (memory://
-refused, memcached:// only with [coordination] single_host), the tooz schemes whose
+refused, memcached:// accepted with its caveat), the tooz schemes whose
 drivers cannot serve, a missing client library, and each driver's lease options."""
 
 import pathlib

@@ -1,10 +1,11 @@
-"""memcached://host:11211 (tooz's memcached driver, pymemcache's client): one host only.
+"""memcached://host:11211 (tooz's memcached driver, pymemcache's client): no HA.
 
 Features: a lock is a key that expires; renewing is a compare-and-set that extends it
 only while it still holds our member id (tooz's `touch` would extend it whoever holds
 it), and releasing deletes it only after such an extension. Groups are keys too. One
 unreplicated server whose locks live in a cache (evicted when full, lost when it
-restarts): no HA, so `inspector api` and `inspector worker` accept it only with
+restarts): no HA, so `inspector api` and `inspector worker` warn so at start-up (its
+caveat in backends.py), and `inspector pxe-filter` accepts it only with
 [coordination] single_host.
 Options: lock_timeout and membership_timeout, set from [coordination] lease_timeout
 plus MEMCACHED_EXPIRY_SLACK, and timeout (pymemcache's socket and connect timeouts,
