@@ -199,7 +199,7 @@ def test_list_state_filter(client, ironic, store):
         "limit=abc",
         "limit=1001",
         "marker=nope",
-        f"marker={uuid.uuid4()}",
+        "marker=0b7e4fbe-5b1c-4bd8-9d0a-2f5a3c1e9d47",  # a UUID no node has
         "state=bogus",
         "sort=asc",
     ],

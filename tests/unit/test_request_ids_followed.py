@@ -96,10 +96,11 @@ def test_a_global_request_id_from_the_client_is_passed_on(client, node, ironic, 
     "sent",
     [
         "req-not-a-uuid-at-all-0000000000000000",
-        f"REQ-{uuid.uuid4()}",
-        f"req-{str(uuid.uuid4()).upper()}",
-        str(uuid.uuid4()),
-        f"req-{uuid.uuid4()} trailing",
+        # Fixed values: the same test ids in every collection (pytest-xdist's workers).
+        "REQ-1850b2aa-2090-4701-b398-f7089601644c",
+        "req-852F9D4C-28F6-408D-97B9-5B06DABB441C",
+        "3c6f5d94-38e4-4cbf-8384-ec8ba8de65e7",
+        "req-4faec5e9-bf5b-46ae-a58c-7369ea50951e trailing",
     ],
 )
 def test_a_malformed_global_request_id_is_not_passed_on(client, node, ironic, queue, sent):
