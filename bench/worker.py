@@ -227,8 +227,9 @@ def transitions(admin_url, queue_url, redis_url, processes, pool_size, nodes_cou
                 [sys.executable, "-m", "inspector.cmd", "worker", "--config-file", str(config)],
                 cwd=ROOT,
                 env={**os.environ, "INSPECTOR_FAULTS": "skip_tasks"},
-                stdout=subprocess.DEVNULL,
-                stderr=log.open("w"),
+                # A service logs to stdout (oslo.log), a refusal to start to stderr.
+                stdout=log.open("w"),
+                stderr=subprocess.STDOUT,
             )
             for log in logs
         ]
