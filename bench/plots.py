@@ -19,7 +19,9 @@ OURS, LIMIT = "tab:blue", "tab:red"
 
 def add_arguments(parser):
     """The options every benchmark publishing through `publish` takes (besides --out)."""
-    parser.add_argument("--no-doc", action="store_true", help="do not touch docs/")
+    parser.add_argument(
+        "--no-doc", action="store_true", help="do not touch docs/ (the page and the plot)"
+    )
     parser.add_argument(
         "--plot-only",
         action="store_true",
@@ -38,15 +40,15 @@ def publish(args, measure, markdown, draw, name, image, title):
         results = measure(args)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(results, indent=2) + "\n")
-    figure = Figure(figsize=(10, 4.5))
-    FigureCanvasAgg(figure)
-    draw(results, figure)
-    figure.tight_layout()
-    IMAGES.mkdir(parents=True, exist_ok=True)
-    figure.savefig(IMAGES / image, dpi=100)
     heading, _, rest = markdown(results).partition("\n")
     section = f"{heading}\n\n![{title}](images/{image})\n{rest}"
     if not args.no_doc:
+        figure = Figure(figsize=(10, 4.5))
+        FigureCanvasAgg(figure)
+        draw(results, figure)
+        figure.tight_layout()
+        IMAGES.mkdir(parents=True, exist_ok=True)
+        figure.savefig(IMAGES / image, dpi=100)
         update_doc(section, name)
     print(section)
     return results
@@ -111,11 +113,15 @@ def worker(results, figure):
         (0.2, "two_processes", "2 processes"),
     ):
         xs = [i + offset for i in range(len(names))]
-        left.bar(xs, [s[key]["per_second"] for s in scenarios], 0.4, label=label)
+        ys = [s[key]["per_second"] for s in scenarios]
+        left.bar(xs, ys, 0.4, label=label)
+        for x, y, s in zip(xs, ys, scenarios, strict=True):
+            busy = f"cores {s[key]['machine_cpu_busy']:.0%} busy"
+            left.annotate(busy, (x, y), ha="center", va="bottom", fontsize=7)
     left.set_xticks(range(len(names)), names)
     left.set_ylabel("transitions per second")
     left.set_title("Throughput (target: 2 processes >= 1.6x one)")
-    left.legend(fontsize=8)
+    left.legend(fontsize=8, loc="lower center")
     for offset, key, label in (
         (-0.2, "transition_ms_single_thread", "one transition"),
         (0.2, "sum_of_parts_ms", "sum of its parts"),
