@@ -9,7 +9,8 @@ Flask JSON endpoint under the same gunicorn settings (the ceiling), GET
 /v1/introspection/{uuid}, and POST /v1/continue with a real ironic-python-agent payload
 (PostgreSQL store, RabbitMQ queue). Targets: status reads at least 50% of the
 ceiling's rate; /v1/continue p99 under 50 ms. Results: bench/results/api.json and
-docs/performance.md.
+docs/performance.md,
+the plot to docs/images/api.png (`--plot-only` draws both again from the JSON).
 
 wrk is a closed loop: each connection sends its next request when the last one is
 answered, so at saturation latency is connections / throughput (Little's law), whatever

@@ -10,7 +10,8 @@ process records in the store: the new leader's first action. A killed process is
 started again so that every round has three processes. Default [coordination] and
 [DEFAULT] clean_up_period settings: lease 3 s, election interval 0.5 s.
 Targets: median under 5 s after kill -9, under 1 s after SIGTERM.
-Results go to JSON and to docs/performance.md.
+Results go to JSON and to docs/performance.md,
+the plot to docs/images/failover.png (`--plot-only` draws both again from the JSON).
 """
 
 import argparse

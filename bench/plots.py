@@ -13,7 +13,6 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-IMAGES = ROOT / "docs" / "images"
 OURS, LIMIT = "tab:blue", "tab:red"
 
 
@@ -29,7 +28,7 @@ def add_arguments(parser):
     )
 
 
-def publish(args, measure, markdown, draw, name, image, title):
+def publish(args, measure, markdown, draw, name, image, title, root=ROOT):
     """Measure (or with --plot-only read --out), save the results, draw `image` and
     replace the benchmark's section `name` of docs/performance.md, the plot under its
     heading."""
@@ -41,22 +40,22 @@ def publish(args, measure, markdown, draw, name, image, title):
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(results, indent=2) + "\n")
     heading, _, rest = markdown(results).partition("\n")
+    images = root / "docs" / "images"
     section = f"{heading}\n\n![{title}](images/{image})\n{rest}"
     if not args.no_doc:
         figure = Figure(figsize=(10, 4.5))
         FigureCanvasAgg(figure)
         draw(results, figure)
         figure.tight_layout()
-        IMAGES.mkdir(parents=True, exist_ok=True)
-        figure.savefig(IMAGES / image, dpi=100)
-        update_doc(section, name)
+        images.mkdir(parents=True, exist_ok=True)
+        figure.savefig(images / image, dpi=100)
+        update_doc(section, name, root / "docs" / "performance.md")
     print(section)
     return results
 
 
-def update_doc(section, name):
+def update_doc(section, name, doc=ROOT / "docs" / "performance.md"):
     """Replace (or append) the section between the markers named after the benchmark."""
-    doc = ROOT / "docs" / "performance.md"
     begin, end = f"<!-- {name} begin -->", f"<!-- {name} end -->"
     text = doc.read_text() if doc.exists() else "# Performance\n"
     block = f"{begin}\n{section}{end}"

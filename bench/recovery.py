@@ -22,7 +22,8 @@ and reset, as a stopped service; under the workers' default retry budget of
 starts a new introspection: the time from the return to its `finished`. An outage
 begins only once no worker logged a warning for 5 s: a worker that did not reach the
 backend between two outages would count them as one and give up. Results go to JSON
-and to docs/performance.md.
+and to docs/performance.md,
+the plot to docs/images/recovery.png (`--plot-only` draws both again from the JSON).
 """
 
 import argparse

@@ -26,7 +26,8 @@ times, each on its own queue and DLM namespace:
   host: closed when its first state is applied, ready when it leads the firewall (it
   opens the PXE service after the dnsmasq driver's take-over wait, reported apart).
 Target: ready within 2 s on an idle machine. Results go to JSON and to
-docs/performance.md.
+docs/performance.md,
+the plot to docs/images/startup.png (`--plot-only` draws both again from the JSON).
 """
 
 import argparse

@@ -12,7 +12,8 @@ RabbitMQ+PostgreSQL, and the cost of one transition with a single worker thread.
 Targets: a transition costs at most 2x the sum of its parts (each a
 compare-and-swap; each of the two steps of an introspection, inspect and continue, a
 lock and a put+get+ack, shared with the follow-up applied in it); 2 processes give
-at least 1.6x the throughput of 1. Results go to JSON and to docs/performance.md.
+at least 1.6x the throughput of 1. Results go to JSON and to docs/performance.md,
+the plot to docs/images/worker.png (`--plot-only` draws both again from the JSON).
 Beside each throughput, how busy the machine's cores were (every process: workers,
 services, this benchmark): when 2 processes keep them all busy, the machine, not the
 workers, bounds the scaling figure.
