@@ -9,7 +9,8 @@ Flask JSON endpoint under the same gunicorn settings (the ceiling), GET
 /v1/introspection/{uuid}, and POST /v1/continue with a real ironic-python-agent payload
 (PostgreSQL store, RabbitMQ queue). Targets: status reads at least 50% of the
 ceiling's rate; /v1/continue p99 under 50 ms. Results: bench/results/api.json and
-docs/performance.md.
+docs/performance.md,
+the plot to docs/images/api.png (`--plot-only` draws both again from the JSON).
 
 wrk is a closed loop: each connection sends its next request when the last one is
 answered, so at saturation latency is connections / throughput (Little's law), whatever
@@ -38,12 +39,12 @@ import uuid
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench import plots  # noqa: E402
 from bench.worker import (  # noqa: E402
     delete_queues,
     env,
     fresh_database,
     tooz_url,
-    update_doc,
 )
 from inspector.store import Change, Store  # noqa: E402
 
@@ -404,16 +405,9 @@ def main():
         help="offered /v1/continue requests per second of the fixed-rate run",
     )
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "api.json"))
-    parser.add_argument("--no-doc", action="store_true")
+    plots.add_arguments(parser)
     args = parser.parse_args()
-    results = run(args)
-    out = pathlib.Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2) + "\n")
-    section = markdown(results)
-    if not args.no_doc:
-        update_doc(section, "bench/api.py")
-    print(section)
+    plots.publish(args, run, markdown, plots.api, "bench/api.py", "api.png", "API rates")
 
 
 if __name__ == "__main__":

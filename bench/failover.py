@@ -10,12 +10,12 @@ process records in the store: the new leader's first action. A killed process is
 started again so that every round has three processes. Default [coordination] and
 [DEFAULT] clean_up_period settings: lease 3 s, election interval 0.5 s.
 Targets: median under 5 s after kill -9, under 1 s after SIGTERM.
-Results go to JSON and to docs/performance.md.
+Results go to JSON and to docs/performance.md,
+the plot to docs/images/failover.png (`--plot-only` draws both again from the JSON).
 """
 
 import argparse
 import datetime
-import json
 import os
 import pathlib
 import platform
@@ -34,7 +34,8 @@ from sqlalchemy.pool import NullPool
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.worker import env, fresh_database, update_doc  # noqa: E402
+from bench import plots  # noqa: E402
+from bench.worker import env, fresh_database  # noqa: E402
 
 INSPECTOR = [sys.executable, "-m", "inspector.cmd"]
 DEADLINE = 60.0  # seconds a round may take before the bench gives up
@@ -195,7 +196,7 @@ def run(args):
 
 def markdown(results):
     lines = [
-        "### Leader fail-over (bench/failover.py)",
+        "## Leader fail-over (`bench/failover.py`)",
         "",
         f"Three worker processes on PostgreSQL and Redis, default settings (lease "
         f"{results['settings']['lease_timeout']} s, election interval "
@@ -218,16 +219,11 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "failover.json"))
-    parser.add_argument("--no-doc", action="store_true", help="do not touch docs/")
+    plots.add_arguments(parser)
     args = parser.parse_args()
-    results = run(args)
-    out = pathlib.Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2) + "\n")
-    section = markdown(results)
-    if not args.no_doc:
-        update_doc(section, name="bench/failover.py")
-    print(section)
+    plots.publish(
+        args, run, markdown, plots.failover, "bench/failover.py", "failover.png", "Leader fail-over"
+    )
 
 
 if __name__ == "__main__":

@@ -67,6 +67,11 @@ def parse(argv: list[str]) -> argparse.Namespace:
         "--theirs-only", action="store_true", help="measure ironic-pxe-filter alone"
     )
     parser.add_argument("--no-doc", action="store_true", help="write the results JSON only")
+    parser.add_argument(
+        "--plot-only",
+        action="store_true",
+        help="measure nothing: redraw the plot and the page's section from the saved results",
+    )
     args = parser.parse_args(argv)
     unknown = [name for name in args.runs.split(",") if name not in RUNS]
     if unknown:
@@ -149,6 +154,9 @@ def reconcile_size(args, ironic: PxeIronic, size: int, ours: bool, services: dic
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
+    if args.plot_only:
+        report.update_doc(json.loads(RESULTS.read_text()), DOC, IMAGE)
+        return 0
     services = {
         "rabbitmq_url": os.environ["INSPECTOR_TEST_RABBITMQ_URL"],
         "redis_url": os.environ["INSPECTOR_TEST_REDIS_URL"],

@@ -22,13 +22,13 @@ and reset, as a stopped service; under the workers' default retry budget of
 starts a new introspection: the time from the return to its `finished`. An outage
 begins only once no worker logged a warning for 5 s: a worker that did not reach the
 backend between two outages would count them as one and give up. Results go to JSON
-and to docs/performance.md.
+and to docs/performance.md,
+the plot to docs/images/recovery.png (`--plot-only` draws both again from the JSON).
 """
 
 import argparse
 import contextlib
 import datetime
-import json
 import os
 import pathlib
 import platform
@@ -48,10 +48,11 @@ import requests
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench import plots  # noqa: E402
 from bench.fleet import ours  # noqa: E402
 from bench.fleet.ironic import HEADERS  # noqa: E402
 from bench.fleet.ramdisk import Ramdisks, load_template, payload  # noqa: E402
-from bench.worker import env, fresh_database, update_doc  # noqa: E402
+from bench.worker import env, fresh_database  # noqa: E402
 from tests.integration.proxy import TcpProxy  # noqa: E402
 
 #: backend: (service, environment variable of its URL)
@@ -431,16 +432,17 @@ def main():
     parser.add_argument("--backends", default=",".join(BACKENDS))
     parser.add_argument("--logs", help="keep the deployments' logs in this directory")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "recovery.json"))
-    parser.add_argument("--no-doc", action="store_true", help="do not touch docs/")
+    plots.add_arguments(parser)
     args = parser.parse_args()
-    results = run(args)
-    out = pathlib.Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2) + "\n")
-    section = markdown(results)
-    if not args.no_doc:
-        update_doc(section, name="bench/recovery.py")
-    print(section)
+    plots.publish(
+        args,
+        run,
+        markdown,
+        plots.recovery,
+        "bench/recovery.py",
+        "recovery.png",
+        "Recovery after an outage",
+    )
 
 
 if __name__ == "__main__":

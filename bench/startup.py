@@ -26,11 +26,11 @@ times, each on its own queue and DLM namespace:
   host: closed when its first state is applied, ready when it leads the firewall (it
   opens the PXE service after the dnsmasq driver's take-over wait, reported apart).
 Target: ready within 2 s on an idle machine. Results go to JSON and to
-docs/performance.md.
+docs/performance.md,
+the plot to docs/images/startup.png (`--plot-only` draws both again from the JSON).
 """
 
 import argparse
-import json
 import os
 import pathlib
 import platform
@@ -47,7 +47,8 @@ import uuid
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.worker import delete_queues, env, fresh_database, tooz_url, update_doc  # noqa: E402
+from bench import plots  # noqa: E402
+from bench.worker import delete_queues, env, fresh_database, tooz_url  # noqa: E402
 from inspector.broker.message import Request  # noqa: E402
 from inspector.broker.queue import WorkQueue  # noqa: E402
 
@@ -349,8 +350,14 @@ def main():
     parser.add_argument("--services-runs", type=int, default=5, help="starts of each service")
     parser.add_argument("--no-services", action="store_true", help="the commands only")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "startup.json"))
-    parser.add_argument("--no-doc", action="store_true", help="do not touch docs/")
+    plots.add_arguments(parser)
     args = parser.parse_args()
+    plots.publish(
+        args, measure, markdown, plots.startup, "bench/startup.py", "startup.png", "Start-up"
+    )
+
+
+def measure(args):
     results = {
         "machine": {
             "cpus": os.cpu_count(),
@@ -363,13 +370,7 @@ def main():
     if not args.no_services:
         results["services"] = time_services(args.services_runs)
     results["machine"]["load_after"] = load_average()
-    out = pathlib.Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2) + "\n")
-    section = markdown(results)
-    if not args.no_doc:
-        update_doc(section, "bench/startup.py")
-    print(section)
+    return results
 
 
 if __name__ == "__main__":

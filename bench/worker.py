@@ -12,7 +12,8 @@ RabbitMQ+PostgreSQL, and the cost of one transition with a single worker thread.
 Targets: a transition costs at most 2x the sum of its parts (each a
 compare-and-swap; each of the two steps of an introspection, inspect and continue, a
 lock and a put+get+ack, shared with the follow-up applied in it); 2 processes give
-at least 1.6x the throughput of 1. Results go to JSON and to docs/performance.md.
+at least 1.6x the throughput of 1. Results go to JSON and to docs/performance.md,
+the plot to docs/images/worker.png (`--plot-only` draws both again from the JSON).
 Beside each throughput, how busy the machine's cores were (every process: workers,
 services, this benchmark): when 2 processes keep them all busy, the machine, not the
 workers, bounds the scaling figure.
@@ -20,7 +21,6 @@ workers, bounds the scaling figure.
 
 import argparse
 import contextlib
-import json
 import os
 import pathlib
 import platform
@@ -38,6 +38,7 @@ from sqlalchemy.pool import NullPool
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench import plots  # noqa: E402
 from inspector.broker.message import Request  # noqa: E402
 from inspector.broker.queue import WorkQueue  # noqa: E402
 from inspector.coordination import connect  # noqa: E402
@@ -227,8 +228,9 @@ def transitions(admin_url, queue_url, redis_url, processes, pool_size, nodes_cou
                 [sys.executable, "-m", "inspector.cmd", "worker", "--config-file", str(config)],
                 cwd=ROOT,
                 env={**os.environ, "INSPECTOR_FAULTS": "skip_tasks"},
-                stdout=subprocess.DEVNULL,
-                stderr=log.open("w"),
+                # A service logs to stdout (oslo.log), a refusal to start to stderr.
+                stdout=log.open("w"),
+                stderr=subprocess.STDOUT,
             )
             for log in logs
         ]
@@ -359,36 +361,17 @@ def cores(run, cpus):
     return f"{run['workers_cores']:.2f} / {services:.2f} / {run['benchmark_cores']:.2f}"
 
 
-def update_doc(section, name="bench/worker.py"):
-    """Replace (or append) the section between the markers named after the benchmark."""
-    doc = ROOT / "docs" / "performance.md"
-    begin, end = f"<!-- {name} begin -->", f"<!-- {name} end -->"
-    text_ = doc.read_text() if doc.exists() else "# Performance\n"
-    block = f"{begin}\n{section}{end}"
-    if begin in text_:
-        head, rest = text_.split(begin, 1)
-        text_ = head + block + rest.split(end, 1)[1]
-    else:
-        text_ = text_.rstrip() + "\n\n" + block + "\n"
-    doc.write_text(text_)
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--pool-size", type=int, default=4)
     parser.add_argument("--parts", type=int, default=500, help="operations per part")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "worker.json"))
-    parser.add_argument("--no-doc", action="store_true", help="do not touch docs/")
+    plots.add_arguments(parser)
     args = parser.parse_args()
-    results = run(args)
-    out = pathlib.Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2) + "\n")
-    section = markdown(results)
-    if not args.no_doc:
-        update_doc(section)
-    print(section)
+    plots.publish(
+        args, run, markdown, plots.worker, "bench/worker.py", "worker.png", "Worker throughput"
+    )
 
 
 if __name__ == "__main__":

@@ -84,6 +84,11 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--images", default=str(ROOT / "docs" / "images"))
     parser.add_argument("--no-doc", action="store_true", help="do not touch docs/")
     parser.add_argument(
+        "--plot-only",
+        action="store_true",
+        help="measure nothing: redraw the plots and the page's section from --out",
+    )
+    parser.add_argument(
         "--merge",
         metavar="RESULTS",
         help="keep the scenarios of this earlier results file that this run does not "
@@ -122,6 +127,10 @@ def _leave(signum: int, _frame: object) -> None:
 
 def main(argv: list[str] | None = None) -> dict:
     args = parse(argv)
+    if args.plot_only:
+        results = json.loads(pathlib.Path(args.out).read_text())
+        report.update_doc(results, pathlib.Path(args.doc), pathlib.Path(args.images))
+        return results
     # Started in the background, SIGINT may be ignored: both signals clean up.
     signal.signal(signal.SIGTERM, _leave)
     signal.signal(signal.SIGINT, _leave)

@@ -27,6 +27,9 @@ def markdown(results: dict, images: str = "images") -> str:
     ]
     lines = ["## Fleet (`bench/fleet`)", ""]
     lines.append("Machine: " + ", ".join(f for f in facts if f) + "; every service on it.")
+    # The plots first, the tables after them.
+    for name, title, _ in plotters(results):
+        lines += ["", f"![{title}]({images}/{name})"]
     if results.get("command"):
         lines += ["", "```", results["command"], "```"]
     for section in (
@@ -38,10 +41,6 @@ def markdown(results: dict, images: str = "images") -> str:
     ):
         lines += section(results)
     lines += tables.targets_section(results)
-    figures = [(name, title) for name, title, _ in plotters(results)]
-    if figures:
-        for name, title in figures:
-            lines += ["", f"![{title}]({images}/{name})"]
     return "\n".join(lines) + "\n"
 
 

@@ -107,6 +107,7 @@ def markdown(results: dict, image: str) -> str:
         f"{machine.get('load_after', '?')} after); Ironic {machine.get('ironic', '?')}. "
         "Compare figures within this run."
     )
+    lines += ["", f"![PXE filter latency and reconcile cost]({image})"]
     if results.get("command"):
         lines += ["", "```", results["command"], "```"]
     if results.get("left_undone"):
@@ -201,7 +202,6 @@ def markdown(results: dict, image: str) -> str:
                 f"| {check['target']} | {_fmt(check['value'], 3)} "
                 f"| {'yes' if check['met'] else 'no'} |"
             )
-    lines += ["", f"![PXE filter latency and reconcile cost]({image})"]
     return "\n".join(lines) + "\n"
 
 
