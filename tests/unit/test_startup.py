@@ -130,7 +130,6 @@ def test_config_check_for_a_worker_imports_neither_the_store_nor_the_api(tmp_pat
         "oslo_messaging",
         "jsonschema",
         "tooz",
-        "eventlet",
     }
     assert not {name for name in modules if name.startswith("inspector.coordination.drivers")}
     assert "inspector.api.logs" in modules  # the logging set-up it checks
