@@ -6,9 +6,13 @@ import flask
 
 from inspector.errors import BadRequest, NotAcceptable, NotFound
 
-#: Oldest and newest API versions served: ironic-inspector's 1.0 to 1.18.
+#: Oldest and newest API versions served: ironic-inspector's 1.0 to 1.18, then
+#: Inspector's own extensions from 1.19 on (docs/api.md lists what each adds).
 MINIMUM = (1, 0)
-MAXIMUM = (1, 18)
+MAXIMUM = (1, 19)
+#: The version of a request that names none: ironic-inspector's newest, so an
+#: unversioned call answers exactly as ironic-inspector 12.5's did.
+DEFAULT = (1, 18)
 
 VERSION_HEADER = "X-OpenStack-Ironic-Inspector-API-Version"
 STANDARD_HEADER = "OpenStack-API-Version"
@@ -62,11 +66,11 @@ def _standard_header_value(value: str) -> str | None:
 
 
 def requested(headers) -> tuple[int, int]:
-    """The version the request asks for; no header means the newest."""
+    """The version the request asks for; no header means DEFAULT."""
     value = headers.get(VERSION_HEADER)
     if value is None and STANDARD_HEADER in headers:
         value = _standard_header_value(headers[STANDARD_HEADER])
-    return MAXIMUM if value is None else parse(value)
+    return DEFAULT if value is None else parse(value)
 
 
 def negotiate() -> None:
@@ -124,7 +128,7 @@ class Stamp:
 
 def require(minimum: tuple[int, int], what: str) -> None:
     """404 for a feature newer than the version the client asked for."""
-    version = flask.g.get("api_version", MAXIMUM)
+    version = flask.g.get("api_version", DEFAULT)
     if version < minimum:
         raise NotFound(
             f"{what} needs API version {format_version(minimum)} or newer; "

@@ -90,10 +90,10 @@ def test_all_serves_versions_and_stops_on_signal(config_file, signum):
     with running(["all", "--config-file", str(path)], path.parent / "log") as process:
         status, headers, body = wait_for(lambda: get(f"http://127.0.0.1:{port}/"))
         assert status == 200
-        assert body["versions"][0]["id"] == "1.18"
+        assert body["versions"][0]["id"] == "1.19"
         assert body["versions"][0]["links"][0]["href"] == f"http://127.0.0.1:{port}/v1"
         assert headers["X-OpenStack-Ironic-Inspector-API-Minimum-Version"] == "1.0"
-        assert headers["X-OpenStack-Ironic-Inspector-API-Maximum-Version"] == "1.18"
+        assert headers["X-OpenStack-Ironic-Inspector-API-Maximum-Version"] == "1.19"
         _, _, v1 = get(f"http://127.0.0.1:{port}/v1")
         assert {r["name"] for r in v1["resources"]} == {
             "continue",
@@ -257,7 +257,7 @@ def test_wsgi_application_serves(tmp_path):
 
     body = b"".join(application(environ, start_response))
     assert seen["status"].startswith("200")
-    assert json.loads(body)["versions"][0]["id"] == "1.18"
+    assert json.loads(body)["versions"][0]["id"] == "1.19"
 
 
 def test_wsgi_application_refuses_keystone_without_a_service_user(tmp_path):

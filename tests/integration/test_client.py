@@ -118,7 +118,7 @@ def introspect_to_finished(client, deployment, ironic_api):
 
 def test_server_versions_and_client_side_checks(deployment):
     client = ClientV1(inspector_url=deployment.url)
-    assert client.server_api_versions() == ((1, 0), (1, 18))
+    assert client.server_api_versions() == ((1, 0), (1, 19))
     # Without api_version the client asks for 1.0, on every request.
     answer = client.request("get", "/introspection")
     assert answer.headers["X-OpenStack-Ironic-Inspector-API-Version"] == "1.0"
@@ -126,7 +126,7 @@ def test_server_versions_and_client_side_checks(deployment):
     for too_new in ((1, 19), "1.19", 2, (2, 0)):
         with pytest.raises(VersionNotSupported) as raised:
             ClientV1(inspector_url=deployment.url, api_version=too_new)
-        assert raised.value.supported_versions == ((1, 0), (1, 18))
+        assert raised.value.supported_versions == ((1, 0), (1, 19))
     # "latest" is the server's word, not the client's: refused before any request.
     with pytest.raises(ValueError, match="Malformed API version"):
         ClientV1(inspector_url=deployment.url, api_version="latest")
@@ -138,7 +138,7 @@ def test_every_request_carries_the_version(client, api_version):
     answer = client.request("get", "/introspection", params={"limit": 1})
     assert answer.headers["X-OpenStack-Ironic-Inspector-API-Version"] == api_version
     assert answer.headers["X-OpenStack-Ironic-Inspector-API-Minimum-Version"] == "1.0"
-    assert answer.headers["X-OpenStack-Ironic-Inspector-API-Maximum-Version"] == "1.18"
+    assert answer.headers["X-OpenStack-Ironic-Inspector-API-Maximum-Version"] == "1.19"
 
 
 # ---------------------------------------------------------------- introspection

@@ -105,10 +105,10 @@ def gunicorn(deployment, tmp_path):
 def test_gunicorn_serves_the_api(gunicorn, deployment, ironic_api):
     root = requests.get(gunicorn + "/", timeout=10)
     assert root.status_code == 200
-    assert root.json()["versions"][0]["id"] == "1.18"
+    assert root.json()["versions"][0]["id"] == "1.19"
     assert root.json()["versions"][0]["links"][0]["href"] == f"{gunicorn}/v1"
     assert root.headers["X-OpenStack-Ironic-Inspector-API-Minimum-Version"] == "1.0"
-    assert root.headers["X-OpenStack-Ironic-Inspector-API-Maximum-Version"] == "1.18"
+    assert root.headers["X-OpenStack-Ironic-Inspector-API-Maximum-Version"] == "1.19"
     assert requests.get(gunicorn + "/healthcheck", timeout=10).json() == {"status": "ok"}
 
     node = ironic_api.enroll()["uuid"]
@@ -175,7 +175,7 @@ def test_gunicorn_answers_bad_framing_as_the_built_in_server_does(gunicorn):
         assert got == status, body
         assert headers["content-type"] == "application/json"
         assert headers["x-openstack-request-id"].startswith("req-")
-        assert headers["x-openstack-ironic-inspector-api-maximum-version"] == "1.18"
+        assert headers["x-openstack-ironic-inspector-api-maximum-version"] == "1.19"
         assert json.loads(body)["error"]["message"]
     # Refused by gunicorn itself, before the application: its own page (as documented).
     twice = post("/v1/rules", b"{}x", "2").replace(b"\r\n\r\n", b"\r\nContent-Length: 3\r\n\r\n")

@@ -310,7 +310,7 @@ def test_consistent_state_through_haproxy(proxy, deployment, ironic_api):
     root = requests.get(proxy.url + "/", timeout=10)
     assert root.status_code == 200
     assert root.json()["versions"][0]["links"][0]["href"] == f"{proxy.url}/v1"
-    assert root.headers["X-OpenStack-Ironic-Inspector-API-Maximum-Version"] == "1.18"
+    assert root.headers["X-OpenStack-Ironic-Inspector-API-Maximum-Version"] == "1.19"
     resources = requests.get(proxy.url + "/v1", timeout=10).json()["resources"]
     for resource in resources:
         assert resource["links"][0]["href"] == f"{proxy.url}/v1/{resource['name']}"
@@ -364,7 +364,7 @@ def test_prefix_tls_and_failover(proxy, deployment):
     assert root.status_code == 200, root.text
     assert root.json()["versions"][0]["links"][0]["href"] == f"{proxy.url}{PREFIX}/v1"
     prefixed = ClientV1(inspector_url=proxy.url + PREFIX, api_version="1.18")
-    assert prefixed.server_api_versions() == ((1, 0), (1, 18))
+    assert prefixed.server_api_versions() == ((1, 0), (1, 19))
     rule = prefixed.rules.from_json(
         {"actions": [{"action": "fail", "message": "example"}], "description": "prefix"}
     )

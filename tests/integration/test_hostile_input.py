@@ -297,7 +297,7 @@ def test_each_kind_of_hostile_request_gets_its_4xx(service, name, request_bytes,
     # The API's format, the server's own refusals included.
     assert headers["content-type"] == "application/json", headers
     assert headers["x-openstack-request-id"].startswith("req-"), headers
-    assert headers["x-openstack-ironic-inspector-api-maximum-version"] == "1.18", headers
+    assert headers["x-openstack-ironic-inspector-api-maximum-version"] == "1.19", headers
     assert json.loads(body)["error"]["message"], body[:300]
     assert service["process"].poll() is None, "inspector all died"
 

@@ -57,7 +57,7 @@ def test_a_chunked_body_over_the_limit_is_413_before_the_app_reads_it(app, clien
     assert status.startswith("413")
     assert b"limit" in body
     assert headers["Connection"] == "close"
-    assert headers["X-OpenStack-Ironic-Inspector-API-Maximum-Version"] == "1.18"
+    assert headers["X-OpenStack-Ironic-Inspector-API-Maximum-Version"] == "1.19"
     # Read no further than the limit and one more piece.
     assert stream.tell() <= limit + bodies.READ_SIZE
     assert client.get("/v1/rules").json["rules"] == []
@@ -127,7 +127,7 @@ def test_version_headers_of_any_shape_are_never_a_500(client, value, status):
     for path in ("/", "/v1/rules"):
         response = client.get(path, headers={"X-OpenStack-Ironic-Inspector-API-Version": value})
         assert response.status_code == status, (path, response.json)
-        assert response.headers["X-OpenStack-Ironic-Inspector-API-Maximum-Version"] == "1.18"
+        assert response.headers["X-OpenStack-Ironic-Inspector-API-Maximum-Version"] == "1.19"
 
 
 @pytest.mark.parametrize("depth", [101, 5000, 200_000])

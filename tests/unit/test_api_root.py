@@ -11,7 +11,7 @@ VERSION_HEADER = "X-OpenStack-Ironic-Inspector-API-Version"
 
 def assert_version_headers(response):
     assert response.headers[MIN_HEADER] == "1.0"
-    assert response.headers[MAX_HEADER] == "1.18"
+    assert response.headers[MAX_HEADER] == "1.19"
 
 
 def test_root_lists_the_current_version(client):
@@ -20,7 +20,7 @@ def test_root_lists_the_current_version(client):
     assert response.json == {
         "versions": [
             {
-                "id": "1.18",
+                "id": "1.19",
                 "status": "CURRENT",
                 "links": [{"rel": "self", "href": "http://localhost/v1"}],
             }
@@ -66,19 +66,19 @@ def test_wrong_method_is_a_json_405(client):
     assert_version_headers(response)
 
 
-@pytest.mark.parametrize("value", ["1.0", "1.12", "1.18", "latest", " 1.5 "])
+@pytest.mark.parametrize("value", ["1.0", "1.12", "1.18", "1.19", "latest", " 1.5 "])
 def test_supported_versions(client, value):
     response = client.get("/v1", headers={VERSION_HEADER: value})
     assert response.status_code == 200
-    expected = "1.18" if value == "latest" else value.strip()
+    expected = "1.19" if value == "latest" else value.strip()
     assert response.headers[VERSION_HEADER] == expected
 
 
-@pytest.mark.parametrize("value", ["1.19", "2.0", "0.9"])
+@pytest.mark.parametrize("value", ["1.20", "2.0", "0.9"])
 def test_out_of_range_version_is_406_with_the_range(client, value):
     response = client.get("/v1", headers={VERSION_HEADER: value})
     assert response.status_code == 406
-    assert "1.0 to 1.18" in response.json["error"]["message"]
+    assert "1.0 to 1.19" in response.json["error"]["message"]
     assert_version_headers(response)
 
 
@@ -95,6 +95,14 @@ def test_standard_header_is_honoured(client):
     assert response.headers[VERSION_HEADER] == "1.7"
     response = client.get("/v1", headers={"OpenStack-API-Version": "baremetal-introspection 3.0"})
     assert response.status_code == 406
+
+
+def test_an_unversioned_request_is_served_at_ironic_inspectors_newest(client):
+    """1.19 and on are Inspector's own: a client that names no version gets what
+    ironic-inspector 12.5 gave it, 1.18, and never sees them."""
+    response = client.get("/v1")
+    assert response.headers[VERSION_HEADER] == "1.18"
+    assert response.headers["OpenStack-API-Version"] == "baremetal-introspection 1.18"
 
 
 def test_standard_header_for_another_service_is_ignored(client):
@@ -114,8 +122,8 @@ def test_ironic_inspector_header_wins_over_standard(client):
     assert response.headers[VERSION_HEADER] == "1.3"
 
 
-def test_no_header_means_newest():
-    assert versions.requested({}) == versions.MAXIMUM
+def test_no_header_means_ironic_inspectors_newest():
+    assert versions.requested({}) == versions.DEFAULT == (1, 18) < versions.MAXIMUM
 
 
 def test_unexpected_error_is_generic_500(app):

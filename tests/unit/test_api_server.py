@@ -66,7 +66,7 @@ def assert_ours(headers: dict[str, str], body: bytes) -> str:
     """The answer is in the API's format; its message."""
     assert headers["content-type"] == "application/json"
     assert headers["x-openstack-request-id"].startswith("req-")
-    assert headers["x-openstack-ironic-inspector-api-maximum-version"] == "1.18"
+    assert headers["x-openstack-ironic-inspector-api-maximum-version"] == "1.19"
     assert headers["x-openstack-ironic-inspector-api-minimum-version"] == "1.0"
     return json.loads(body)["error"]["message"]
 

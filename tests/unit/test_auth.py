@@ -623,7 +623,7 @@ def test_a_keystone_middleware_that_fails_is_a_json_503(
     assert response.status_code == 503
     assert response.json["error"]["message"] == auth.KEYSTONE_FAILED
     assert response.headers["X-OpenStack-Request-Id"].startswith("req-")
-    assert response.headers["X-OpenStack-Ironic-Inspector-API-Maximum-Version"] == "1.18"
+    assert response.headers["X-OpenStack-Ironic-Inspector-API-Maximum-Version"] == "1.19"
     (failure,) = [r for r in caplog.records if "authentication middleware" in r.getMessage()]
     assert "MissingAuthPlugin" in failure.getMessage()
     assert not failure.exc_info  # one line; its stack only at debug level
