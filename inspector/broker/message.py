@@ -61,9 +61,12 @@ class Request:
     #: in the worker's log lines; None for a request no API request made (or an old one).
     global_request_id: str | None = None
 
-    def retry(self) -> "Request":
-        """The same request, one attempt later (same id: it is still the same request)."""
-        return dataclasses.replace(self, attempt=self.attempt + 1)
+    def retry(self, *, enqueued_at: float | None = None) -> "Request":
+        """The same request, one attempt later (same id: it is still the same request);
+        with `enqueued_at`, renewed: as if enqueued then (for a wait on others it must
+        not be charged for)."""
+        renewed = self.enqueued_at if enqueued_at is None else enqueued_at
+        return dataclasses.replace(self, attempt=self.attempt + 1, enqueued_at=renewed)
 
     def follow_up(self, event: str, request_id: str | None = None) -> "Request":
         """A new request for the same node, e.g. the automatic `wait` after `inspect`.

@@ -258,8 +258,9 @@ class Delivery:
         self._queue._links.settle(self._link, self._message.ack)
         self._settled = True
 
-    def retry(self, delay: float) -> None:
-        """Leave it for later: a copy with attempt+1, due in `delay` seconds.
+    def retry(self, delay: float, *, renewed: bool = False) -> None:
+        """Leave it for later: a copy with attempt+1, due in `delay` seconds (`renewed`:
+        its enqueued_at now, see Request.retry).
 
         The copy goes to the request's lane, published before the original is acked: a
         crash between the two duplicates the request, never loses it. A malformed
@@ -269,7 +270,9 @@ class Delivery:
         if self.request is None:
             self.dead_letter(f"malformed, cannot be retried: {self.error}")
             return
-        envelope = Envelope(self.request.retry(), not_before=self._queue._clock() + delay)
+        now = self._queue._clock()
+        request = self.request.retry(enqueued_at=now if renewed else None)
+        envelope = Envelope(request, not_before=now + delay)
         self._queue._publish(self._queue.lane_of(self.request), envelope.to_json())
         self._queue._links.settle(self._link, self._message.ack)
         self._settled = True

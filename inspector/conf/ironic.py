@@ -44,7 +44,8 @@ OPTS = [
         "recorded, the introspection stays finished). The worker checks the node's "
         "power fields meanwhile without a thread waiting (the check goes back to the "
         "queue with the worker's back-off, at most 2 s apart). Counted from each "
-        "request to Ironic; a wait for Ironic to answer at all is not counted. Ironic "
+        "request to Ironic, and again from the last check Ironic did not answer at all "
+        "(a restarted Ironic shows the action it is about to clear for a moment). Ironic "
         "itself fails an action after its [conductor] power_state_change_timeout (60 s "
         "by default): raise this above the time the slowest BMCs take. 0: power actions "
         "are not confirmed (a lost one ends at [DEFAULT] timeout).",

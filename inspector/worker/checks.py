@@ -26,6 +26,7 @@ FAILED = "error"
 LEVELS = {
     power.Verdict.CONFIRMED: logging.INFO,
     power.Verdict.PENDING: logging.DEBUG,
+    power.Verdict.UNANSWERED: logging.DEBUG,
     power.Verdict.LOST: logging.DEBUG,
     power.Verdict.MOVED_ON: logging.DEBUG,
     power.Verdict.IGNORED: logging.INFO,
@@ -51,7 +52,8 @@ class PowerChecks:
 
     def settle(self, request: Request) -> str | None:
         """How the check went (an outcome of inspector.worker.metrics); None: Ironic is
-        still at it, or cannot say now (the check comes back with the back-off)."""
+        still at it (the check comes back with the back-off); DEFERRED: Ironic cannot
+        say now (it comes back the same way, its bound counted again from then)."""
         node, _ = self.store.load(request.node_uuid, request.request_id)
         outcome = self.tasks.check_power(node, request)
         LOG.log(
@@ -64,6 +66,8 @@ class PowerChecks:
         )
         if outcome.verdict is power.Verdict.PENDING:
             return None
+        if outcome.verdict is power.Verdict.UNANSWERED:
+            return outcomes.DEFERRED
         if outcome.next_check is not None:
             self.queue.put(outcome.next_check)
         if outcome.verdict is not power.Verdict.FAILED or node is None:

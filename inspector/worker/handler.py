@@ -100,8 +100,9 @@ class Handler:
                     outcome = self.checks.settle(request)
                 else:
                     outcome = self._step(request)
-                if outcome is None:
-                    delivery.retry(self.delay(request.attempt))
+                if outcome is None or outcome == outcomes.DEFERRED:
+                    renewed = outcome is not None
+                    delivery.retry(self.delay(request.attempt), renewed=renewed)
                 else:
                     delivery.ack()
             # The lock is released only now: after the acknowledgement.

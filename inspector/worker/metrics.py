@@ -32,6 +32,8 @@ RESUMED = "resumed"
 FAILED = "failed"  # the task failed: the node went to error, the request consumed
 REFUSED = "refused"  # the state machine refused the event: recorded and consumed
 RETRIED = "retried"  # not applicable yet (node busy, race lost...): requeued
+#: A power check Ironic could not answer: requeued, its bound counted again from then.
+DEFERRED = "deferred"
 DEAD_LETTERED = "dead_lettered"  # malformed, unknown or out of attempts
 INTERRUPTED = "interrupted"  # a backend outage during the task: left unacked
 

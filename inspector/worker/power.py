@@ -39,7 +39,11 @@ class Action(enum.StrEnum):
 
 class Verdict(enum.StrEnum):
     CONFIRMED = "confirmed"  # Ironic reached the power state asked for
-    PENDING = "pending"  # Ironic is still at it (or cannot be asked now): check later
+    PENDING = "pending"  # Ironic is still at it: check later
+    #: Ironic cannot be asked now: check later, the bound counted again from then (the
+    #: time Ironic is away is not the node's failure, and a restarted Ironic may show
+    #: the target it is about to clear for a moment after its API answers).
+    UNANSWERED = "unanswered"
     LOST = "lost"  # Ironic dropped it without an error of its own: ask again
     FAILED = "failed"  # Ironic refused or failed it, or never finished: give up
     MOVED_ON = "moved on"  # the node no longer waits for it (the ramdisk posted, ...)

@@ -98,7 +98,7 @@ class Powering:
             return power.Outcome(power.Verdict.PENDING)
         status = self._power_of(request)
         if status is None:
-            return power.Outcome(power.Verdict.PENDING)
+            return power.Outcome(power.Verdict.UNANSWERED)
         elapsed = self.clock() - request.enqueued_at
         timeout = self.conf.ironic.power_confirm_timeout
         outcome = power.judge(status, check.action, elapsed, timeout)
@@ -111,8 +111,7 @@ class Powering:
         return power.Outcome(power.Verdict.FAILED, failure(check.action, outcome.reason))
 
     def _power_of(self, request: Request) -> power.PowerStatus | None:
-        """The node's power fields in Ironic; None when Ironic cannot say now (not
-        counted against the bound: Ironic is down, the node has not failed)."""
+        """The node's power fields in Ironic; None when Ironic cannot say now."""
         try:
             found = self.ironic.get_node(request.node_uuid)
         except ServiceUnavailable as exc:

@@ -182,8 +182,8 @@ class TimedDelivery:
     def ack(self) -> None:
         self._timed(self._delivery.ack)
 
-    def retry(self, delay: float) -> None:
-        self._timed(lambda: self._delivery.retry(delay))
+    def retry(self, delay: float, *, renewed: bool = False) -> None:
+        self._timed(lambda: self._delivery.retry(delay, renewed=renewed))
 
     def dead_letter(self, reason: str) -> None:
         self._timed(lambda: self._delivery.dead_letter(reason))

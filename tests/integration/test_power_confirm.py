@@ -84,7 +84,12 @@ def test_ironic_killed_while_its_conductor_powers_on_asks_again_and_finishes(lab
     # Its conductor may clean up after its API answers: waited for, with a deadline.
     cleared = "Cleared target_power_state of the locked nodes in powering process"
     wait_for(lambda: cleared in lab.log(), 30, message="Ironic's clean-up of the killed action")
-    wait_for(lambda: api.get_node(node)["power_state"] == "power on", 30, message="power on")
+    try:
+        wait_for(lambda: api.get_node(node)["power_state"] == "power on", 30, message="power on")
+    except AssertionError as exc:  # what the worker did, in the failure
+        raise AssertionError(
+            f"{exc}; the worker's log ends:\n{worker_log(cluster)[-6000:]}"
+        ) from exc
     assert "Ironic lost the power on (Pending power operation was aborted due to conductor" in (
         worker_log(cluster)
     )

@@ -44,14 +44,15 @@ class FakeDelivery:
     error: str | None = None
     outcome: str | None = None
     delay: float | None = None
+    renewed: bool = False
 
     def ack(self):
         assert self.outcome is None
         self.outcome = "ack"
 
-    def retry(self, delay):
+    def retry(self, delay, *, renewed=False):
         assert self.outcome is None
-        self.outcome, self.delay = "retry", delay
+        self.outcome, self.delay, self.renewed = "retry", delay, renewed
 
     def dead_letter(self, reason):
         assert self.outcome is None

@@ -123,7 +123,7 @@ class Lab:
         self.handler.handle(delivery)
         if delivery.outcome == "retry":
             self.retried += 1
-            self.queue.put(request.retry())
+            self.queue.put(request.retry(enqueued_at=self.clock() if delivery.renewed else None))
         return delivery
 
     def pump(self, limit=20):
@@ -232,6 +232,23 @@ def test_ironic_unreachable_during_a_check_is_not_a_verdict(lab):
     assert lab.record().state == State.WAITING
     assert lab.pump() == []
     assert lab.record().state == State.WAITING and lab.record().error is None
+
+
+def test_the_bound_of_a_pending_action_counts_from_ironics_return(lab):
+    """Ironic away longer than the bound, then back with the target it has not cleared
+    yet (its conductor restarting): still pending, not failed; the bound then runs from
+    the last check Ironic could not answer."""
+    lab.ironic.plan_power(lab.node.uuid, fake.PENDING)
+    lab.inspect()
+    lab.ironic.fail_next(1)  # Ironic unreachable for one check
+    lab.clock.now += 3600
+    assert len(lab.pump(limit=2)) == 1  # unanswered, then pending
+    assert lab.record().state == State.WAITING
+    assert ("check-power", "deferred") in lab.metrics.transitions
+    lab.clock.now += lab.conf.ironic.power_confirm_timeout - 1
+    assert len(lab.pump(limit=2)) == 1 and lab.record().state == State.WAITING
+    lab.clock.now += 2
+    assert lab.pump() == [] and lab.record().state == State.ERROR
 
 
 def test_a_check_of_a_node_that_moved_on_asks_ironic_nothing(lab):

@@ -127,8 +127,8 @@ class Delivery:
     def ack(self) -> None:
         self.settled.append("ack")
 
-    def retry(self, delay: float) -> None:
-        self.settled.append(f"retry {delay}")
+    def retry(self, delay: float, *, renewed: bool = False) -> None:
+        self.settled.append(f"retry {delay}{' renewed' if renewed else ''}")
 
     def dead_letter(self, reason: str) -> None:
         self.settled.append(f"dead: {reason}")
