@@ -22,7 +22,7 @@ import requests
 from tests.e2e import conftest
 from tests.e2e.conftest import Client, Driver, enrolled, payloads, running_cluster
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.alone]
 
 NODES = 50
 #: Seconds the introspections get, chaos included, once the cluster is up.

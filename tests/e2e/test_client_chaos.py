@@ -33,7 +33,7 @@ from keystoneauth1 import session as ks_session
 from inspector.machine import ABORT_REASON
 from tests.e2e.conftest import Chaos, enrolled, running_cluster
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.alone]
 
 THREADS = 4
 NODES_PER_THREAD = 2

@@ -32,7 +32,7 @@ from tests.e2e.conftest import (
 )
 from tests.integration.cluster import ROOT, wait_for
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.alone]
 
 NODES = 20
 #: Seconds the upgrade may take (two releases' worth of process starts on two CPUs).

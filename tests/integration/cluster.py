@@ -195,6 +195,9 @@ class Deployment:
             },
             "processing": {"store_data": "database"},
             "worker": {"get_timeout": 0.5},
+            # The PXE firewalls' channel of this deployment alone: tests run side by side
+            # on one broker, and `inspector status` counts the hosts that answer on it.
+            "firewall": {"channel_topic": f"inspector_firewall_{uuid.uuid4().hex[:8]}"},
         }
         for section, values in (options or {}).items():
             self.sections.setdefault(section, {}).update(values)

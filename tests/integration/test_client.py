@@ -123,7 +123,7 @@ def test_server_versions_and_client_side_checks(deployment):
     answer = client.request("get", "/introspection")
     assert answer.headers["X-OpenStack-Ironic-Inspector-API-Version"] == "1.0"
     assert ironic_inspector_client.DEFAULT_API_VERSION == (1, 0)
-    for too_new in ((1, 19), "1.19", 2, (2, 0)):
+    for too_new in ((1, 20), "1.20", 2, (2, 0)):
         with pytest.raises(VersionNotSupported) as raised:
             ClientV1(inspector_url=deployment.url, api_version=too_new)
         assert raised.value.supported_versions == ((1, 0), (1, 19))

@@ -126,6 +126,7 @@ def services(action):
     subprocess.run([str(script), action, "ironic"], check=True, timeout=300)
 
 
+@pytest.mark.alone  # it restarts the Ironic every other test uses
 def test_ironic_restarted_mid_run_is_retried(
     tmp_path, postgresql_admin, rabbitmq_server, redis_server, ironic_url, ironic_api
 ):
