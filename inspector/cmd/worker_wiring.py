@@ -101,7 +101,7 @@ def request_pool(
     tasks = (
         NoTasks()
         if t_ironic is None
-        else Tasks(t_db, t_ironic, conf, throttle=throttle, announcer=announcer)
+        else Tasks(t_db, t_ironic, conf, throttle=throttle, announcer=announcer, metrics=metrics)
     )
     handler = Handler(t_db, t_coordinator, t_queue, tasks, faults=faults, metrics=metrics)
     return Pool(

@@ -75,15 +75,21 @@ class CleanUp:
 
     def expiry(self, leadership: Leadership) -> str:
         """Ended introspections older than report_expiration -> `expire` (their status
-        and stored data go); old task run records and delivered notifications too."""
+        and stored data go); old task run records and delivered notifications too, and
+        each node's history beyond [processing] history_keep."""
         before = self.store.clock() - timedelta(seconds=self.conf.clean_up.report_expiration)
         count = self._enqueue(leadership, self.store.expired_nodes(before), EXPIRE)
         leadership.check()
         forgotten = self.store.forget_runs(before)
         delivered = self.store.forget_notifications(before)
+        leadership.check()
+        pruned = self.store.prune_history(self.conf.processing.history_keep)
         if count:
             LOG.info("Expiring %d introspection(s) that ended before %s", count, before)
-        return f"{count} expired, {forgotten} run records and {delivered} notifications forgotten"
+        return (
+            f"{count} expired, {forgotten} run records, {delivered} notifications and "
+            f"{pruned} past introspections forgotten"
+        )
 
     def ironic_sync(self, leadership: Leadership) -> str:
         """Nodes the store has and Ironic no longer has -> `delete`.
