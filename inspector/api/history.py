@@ -1,0 +1,137 @@
+"""/v1/introspection/<node>/history and /drift (API 1.19, Inspector's extension): a
+node's past introspections, each one's data, and what changed in the hardware between
+two of them. Below 1.19 these routes do not exist (404)."""
+
+from typing import Any
+
+import flask
+
+from inspector import errors
+from inspector.api import intents, links, params, versions
+from inspector.api.context import services
+from inspector.api.introspection import authorize, resolve
+from inspector.api.status import timestamp
+from inspector.processing import drift
+from inspector.store.introspections import EntryRecord
+
+blueprint = flask.Blueprint("history", __name__)
+
+#: The microversion that brought these routes.
+HISTORY_VERSION = (1, 19)
+
+
+def _entry(node_uuid: str, entry: EntryRecord, under: str) -> dict[str, Any]:
+    path = f"v1/introspection/{node_uuid}/history/{entry.id}"
+    return {
+        "id": entry.id,
+        "source": entry.source,
+        "state": entry.state,
+        "started_at": timestamp(entry.started_at),
+        "finished_at": timestamp(entry.finished_at),
+        "error": entry.error,
+        "links": [
+            links.link(f"{path}/data", "data", under=under),
+            links.link(f"{path}/data/unprocessed", "unprocessed", under=under),
+        ],
+    }
+
+
+def _node(node_id: str, rule: str, what: str) -> str | None:
+    """The node's UUID once the version and the policy allow `what`; None when no data
+    is stored ([processing] store_data = none: no history)."""
+    versions.require(HISTORY_VERSION, what)
+    authorize(rule)
+    node_uuid = resolve(node_id)
+    svc = services()
+    if svc.conf.processing.store_data == "none":
+        return None
+    if not svc.store.has_history(node_uuid) and intents.load(svc, node_uuid) is None:
+        raise errors.NotFound(f"Node {node_uuid} has no introspection history")
+    return node_uuid
+
+
+def _ident(value: str, node_uuid: str) -> int:
+    """An introspection id of the node's history (a positive integer)."""
+    if not value.isdigit() or len(value) > 18:
+        raise errors.NotFound(f"Introspection {value!r} of node {node_uuid} not found")
+    return int(value)
+
+
+@blueprint.get("/v1/introspection/<node_id>/history")
+def history(node_id: str):
+    params.only("marker", "limit")
+    node_uuid = _node(node_id, "introspection:status", "The introspection history")
+    if node_uuid is None:
+        return {"history": []}
+    limit = params.limit(services().conf.api_max_limit)
+    raw_marker = flask.request.args.get("marker")
+    if raw_marker is not None and not raw_marker.isdigit():
+        raise errors.BadRequest("Bad request: Marker not an introspection id")
+    marker = None if raw_marker is None else int(raw_marker[:18])
+    entries = services().store.history_page(node_uuid, limit=limit, marker=marker)
+    under = links.root()
+    return {"history": [_entry(node_uuid, entry, under) for entry in entries]}
+
+
+def _found(node_uuid: str | None, ident: str):
+    """The entry `ident` of the node's history and its data; 404 naming what is unknown."""
+    if node_uuid is None:
+        raise errors.NotFound(f"Introspection {ident} not found: no data is stored")
+    number = _ident(ident, node_uuid)
+    found = services().store.history_data(node_uuid, number)
+    if found is None:
+        raise errors.NotFound(f"Introspection {ident} of node {node_uuid} not found")
+    return found
+
+
+def _data(node_id: str, ident: str, kind: str):
+    node_uuid = _node(node_id, "introspection:data", "The data of a past introspection")
+    entry, data = _found(node_uuid, ident)
+    if data[kind] is None:
+        raise errors.NotFound(f"Introspection {entry.id} of node {node_uuid} kept no {kind} data")
+    return flask.jsonify(data[kind])
+
+
+@blueprint.get("/v1/introspection/<node_id>/history/<ident>/data")
+def history_data(node_id: str, ident: str):
+    params.only()
+    return _data(node_id, ident, "processed")
+
+
+@blueprint.get("/v1/introspection/<node_id>/history/<ident>/data/unprocessed")
+def history_unprocessed(node_id: str, ident: str):
+    params.only()
+    return _data(node_id, ident, "raw")
+
+
+@blueprint.get("/v1/introspection/<node_id>/drift")
+def node_drift(node_id: str):
+    params.only("from", "to")
+    node_uuid = _node(node_id, "introspection:data", "The hardware drift")
+    args = flask.request.args
+    if node_uuid is None:
+        return _drift(None, None, [])
+    wanted = [args.get("from"), args.get("to")]
+    store = services().store
+    if wanted[1] is None:  # the newest finished, or the one before `to`
+        latest = store.finished_introspections(node_uuid, limit=1)
+        wanted[1] = str(latest[0].id) if latest else None
+    if wanted[1] is None:
+        return _drift(None, None, [])
+    new_entry, new = _found(node_uuid, wanted[1])
+    if wanted[0] is None:
+        before = store.finished_introspections(node_uuid, before=new_entry.started_at)
+        wanted[0] = str(before[0].id) if before else None
+    if wanted[0] is None:
+        return _drift(None, new_entry.id, [])
+    old_entry, old = _found(node_uuid, wanted[0])
+    if old_entry.started_at > new_entry.started_at:
+        raise errors.BadRequest(
+            f"Introspection {old_entry.id} (from) is newer than introspection "
+            f"{new_entry.id} (to) of node {node_uuid}"
+        )
+    return _drift(old_entry.id, new_entry.id, drift.compare(old["raw"] or {}, new["raw"] or {}))
+
+
+def _drift(base: int | None, target: int | None, changes: list[dict]) -> dict[str, Any]:
+    return {"from": base, "to": target, "changes": changes, "summary": drift.summary(changes)}
