@@ -1,10 +1,18 @@
 """Hardware drift between two introspections' data (the large real-format payload)."""
 
 import copy
+import json
+import pathlib
+import re
 import time
 
-from inspector.processing import drift
+import pytest
+
+from inspector import conf as config
+from inspector.processing import drift, rule_schema, rules
+from inspector.processing.context import ProcessingContext, ProcessingError
 from tests import fixtures
+from tests.unit.test_rules import make_node
 
 NEW_MAC = "52:54:00:aa:bb:09"
 
@@ -98,3 +106,32 @@ def test_drift_costs_well_under_five_milliseconds_on_the_large_payload():
         drift.compare(old, new)
     # A generous bound against a gross regression; bench/ measures it properly.
     assert (time.process_time() - began) / 20 < 0.005
+
+
+def doc_rules() -> dict[str, dict]:
+    """The drift rule examples of docs/processing.md, by description, as the API stores them."""
+    text = (pathlib.Path(__file__).parents[2] / "docs" / "processing.md").read_text()
+    blocks = [json.loads(block) for block in re.findall(r"```json\n(.*?)```", text, re.S)]
+    return {
+        rule["description"]: rule_schema.validate_rule(rule)
+        for rule in blocks
+        if "conditions" in rule and "drift." in json.dumps(rule)
+    }
+
+
+def drifted(change_serial: bool) -> ProcessingContext:
+    old, new = changed_server()
+    if change_serial:
+        new["inventory"]["system_vendor"]["serial_number"] = "OTHER-BOARD"
+    data = dict(new, drift=drift.document(1, old, new))
+    return ProcessingContext(node=make_node(), ports=[], data=data, conf=config.load([]))
+
+
+def test_the_documented_rules_act_on_the_drift():
+    found = doc_rules()
+    disks, serial = found["flag nodes whose disks changed"], found["refuse a changed motherboard"]
+    context = drifted(change_serial=False)
+    assert rules.evaluate([disks, serial], context) == [disks["uuid"]]
+    assert "CUSTOM_HARDWARE_CHANGED" in context.changes.traits_add
+    with pytest.raises(ProcessingError, match="System serial changed"):
+        rules.evaluate([serial], drifted(change_serial=True))
