@@ -11,7 +11,7 @@ from inspector.api import intents, links, params, versions
 from inspector.api.context import services
 from inspector.api.introspection import authorize, resolve
 from inspector.api.status import timestamp
-from inspector.processing import drift
+from inspector.processing import comparison
 from inspector.store.introspections import EntryRecord
 
 blueprint = flask.Blueprint("history", __name__)
@@ -108,30 +108,8 @@ def history_unprocessed(node_id: str, ident: str):
 def node_drift(node_id: str):
     params.only("from", "to")
     node_uuid = _node(node_id, "introspection:data", "The hardware drift")
-    args = flask.request.args
     if node_uuid is None:
-        return _drift(None, None, [])
-    wanted = [args.get("from"), args.get("to")]
-    store = services().store
-    if wanted[1] is None:  # the newest finished, or the one before `to`
-        latest = store.finished_introspections(node_uuid, limit=1)
-        wanted[1] = str(latest[0].id) if latest else None
-    if wanted[1] is None:
-        return _drift(None, None, [])
-    new_entry, new = _found(node_uuid, wanted[1])
-    if wanted[0] is None:
-        before = store.finished_introspections(node_uuid, before=new_entry.started_at)
-        wanted[0] = str(before[0].id) if before else None
-    if wanted[0] is None:
-        return _drift(None, new_entry.id, [])
-    old_entry, old = _found(node_uuid, wanted[0])
-    if old_entry.started_at > new_entry.started_at:
-        raise errors.BadRequest(
-            f"Introspection {old_entry.id} (from) is newer than introspection "
-            f"{new_entry.id} (to) of node {node_uuid}"
-        )
-    return _drift(old_entry.id, new_entry.id, drift.compare(old["raw"] or {}, new["raw"] or {}))
-
-
-def _drift(base: int | None, target: int | None, changes: list[dict]) -> dict[str, Any]:
-    return {"from": base, "to": target, "changes": changes, "summary": drift.summary(changes)}
+        return comparison.document(None, None, [])
+    args = flask.request.args
+    wanted = [None if args.get(k) is None else _ident(args[k], node_uuid) for k in ("from", "to")]
+    return comparison.between(services().store, node_uuid, *wanted)
