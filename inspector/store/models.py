@@ -16,7 +16,6 @@ from sqlalchemy import (
     PrimaryKeyConstraint,
     String,
     Text,
-    UniqueConstraint,
     false,
     true,
 )
@@ -99,8 +98,9 @@ class Introspection(Base):
     outlives the expiry of the node's current status, and goes when Ironic drops it."""
 
     __tablename__ = "introspections"
+    # One entry per node and start: recording an introspection again replaces it.
     __table_args__ = (
-        UniqueConstraint("node_uuid", "started_at"),
+        Index("ix_introspections_node_uuid_started_at", "node_uuid", "started_at", unique=True),
         Index("ix_introspections_node_uuid_id", "node_uuid", "id"),
     )
 

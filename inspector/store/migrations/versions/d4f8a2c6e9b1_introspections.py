@@ -41,10 +41,13 @@ def upgrade() -> None:
         sa.Column("raw", LONG_TEXT, nullable=True),
         sa.Column("processed", LONG_TEXT, nullable=True),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_introspections")),
-        sa.UniqueConstraint(
-            "node_uuid", "started_at", name=op.f("uq_introspections_node_uuid_started_at")
-        ),
         **MYSQL_TABLE,
+    )
+    op.create_index(
+        "ix_introspections_node_uuid_started_at",
+        "introspections",
+        ["node_uuid", "started_at"],
+        unique=True,
     )
     op.create_index("ix_introspections_node_uuid_id", "introspections", ["node_uuid", "id"])
 
