@@ -17,7 +17,9 @@ DATA = IntrospectionData.__table__
 
 def _current_data(connection: Connection, node_uuid: str, since: datetime) -> dict:
     """The node's raw and processed data stored since `since` (this introspection's),
-    None for either when what is stored is an earlier introspection's."""
+    None for either when what is stored is an earlier introspection's. The start and
+    the data are stamped by different hosts' clocks: fine while their skew is well
+    under an introspection's length (minutes)."""
     rows = connection.execute(
         select(DATA.c.processed, DATA.c.data).where(
             DATA.c.node_uuid == node_uuid, DATA.c.stored_at >= since
