@@ -1,5 +1,6 @@
 """The clean-up tasks a periodic leader runs. Each selects nodes and only enqueues
-requests for the workers (time-out, delete, expire); none changes a node itself.
+requests for the workers (time-out, delete, expire); none changes a node itself. The
+Ironic history task (inspector.periodic.ironic_history) runs beside them when enabled.
 
 Every enqueue is preceded by a leadership check, so a deposed leader stops at once.
 """
@@ -13,6 +14,7 @@ from typing import Any, Protocol
 from inspector.broker.message import DELETE, EXPIRE, Request
 from inspector.coordination.election import Leadership
 from inspector.machine import Event, State
+from inspector.periodic.ironic_history import IronicHistory
 from inspector.store import Store
 
 LOG = logging.getLogger(__name__)
@@ -45,19 +47,39 @@ def periods(conf: Any) -> dict[str, float]:
 class CleanUp:
     """The three clean-up tasks of the design, on one store, queue and Ironic."""
 
-    def __init__(self, store: Store, queue: Publisher, ironic: Any, conf: Any) -> None:
+    def __init__(
+        self,
+        store: Store,
+        queue: Publisher,
+        ironic: Any,
+        conf: Any,
+        *,
+        drift_found: Callable[[dict[str, int]], None] | None = None,
+    ) -> None:
         self.store = store
         self.queue = queue
         self.ironic = ironic
         self.conf = conf
+        #: Counts the drifts the Ironic history task finds (the worker's metric).
+        self.drift_found = drift_found
 
     def tasks(self) -> list[PeriodicTask]:
+        """The clean-up tasks, and the Ironic history task when enabled (with an Ironic
+        and stored data)."""
         period = periods(self.conf)
-        return [
+        tasks = [
             PeriodicTask("timeout", period["timeout"], self.timeout),
             PeriodicTask("ironic_sync", period["ironic_sync"], self.ironic_sync),
             PeriodicTask("expiry", period["expiry"], self.expiry),
         ]
+        group = self.conf.ironic_history
+        if group.enabled and self.ironic is not None:
+            if self.conf.processing.store_data != "database":
+                LOG.warning("[ironic_history] enabled without [processing] store_data = database")
+            else:
+                history = IronicHistory(self.store, self.ironic, drift_found=self.drift_found)
+                tasks.append(PeriodicTask("ironic_history", group.period, history.run))
+        return tasks
 
     def _enqueue(self, leadership: Leadership, uuids: list[str], event: str) -> int:
         for uuid in uuids:

@@ -2,6 +2,7 @@
 recording an ended introspection, the API's reads, drift bases, retention, and the
 notification of a drift."""
 
+import json
 from datetime import datetime
 
 from sqlalchemy import Connection, select
@@ -59,6 +60,23 @@ class History(Access):
         self._write(write)
         return True
 
+    def keep_entry(self, node_uuid: str, entry: dict, raw: dict, processed: dict) -> None:
+        """Record an introspection seen elsewhere (Ironic's): `entry` has its source,
+        state, started_at, finished_at and error; an upsert as keep_introspection."""
+        values = {
+            "node_uuid": node_uuid,
+            **entry,
+            "raw": json.dumps(raw, sort_keys=True),
+            "processed": json.dumps(processed, sort_keys=True),
+        }
+        self._write(lambda c: c.execute(introspections.UPSERT_STATEMENTS[c.dialect.name], values))
+
+    def history_entry(self, node_uuid: str, started_at: datetime) -> EntryRecord | None:
+        return self._read(introspections.entry, node_uuid, started_at)
+
+    def newest_finish(self, source: str) -> datetime | None:
+        return self._read(introspections.newest_finish, source)
+
     def history_page(
         self, node_uuid: str, *, limit: int, marker: int | None = None
     ) -> list[EntryRecord]:
@@ -85,7 +103,7 @@ class History(Access):
     def forget_history(self, node_uuid: str) -> int:
         return self._write(introspections.forget, node_uuid)
 
-    def notify_drift(self, node: NodeRecord, drift: dict) -> None:
+    def notify_drift(self, node_uuid: str, started_at: datetime | None, drift: dict) -> None:
         """The drift's notification into the outbox (when notifications are on)."""
         if self.notify:
-            self._write(outbox.record_drift, node, drift, self.clock())
+            self._write(outbox.record_drift, node_uuid, started_at, drift, self.clock())

@@ -19,6 +19,7 @@ from inspector.store.models import Introspection
 TABLE = Introspection.__table__
 #: Where an entry came from: our own introspection, or Ironic's built-in inspection.
 INSPECTOR = "inspector"
+IRONIC = "ironic"
 #: Ids deleted per statement by `prune` (MySQL refuses a subquery on the deleted table).
 PRUNE_BATCH = 500
 
@@ -61,6 +62,21 @@ def page(
         statement = statement.where(TABLE.c.id < marker)
     statement = statement.order_by(TABLE.c.id.desc()).limit(limit)
     return [EntryRecord(*row) for row in connection.execute(statement)]
+
+
+def entry(connection: Connection, node_uuid: str, started_at: datetime) -> EntryRecord | None:
+    """The node's entry of the introspection started at `started_at`, if kept."""
+    statement = select(*SUMMARY).where(
+        TABLE.c.node_uuid == node_uuid, TABLE.c.started_at == started_at
+    )
+    row = connection.execute(statement).first()
+    return None if row is None else EntryRecord(*row)
+
+
+def newest_finish(connection: Connection, source: str) -> datetime | None:
+    """The latest end of the entries of `source`: where a look for newer ones starts."""
+    statement = select(func.max(TABLE.c.finished_at)).where(TABLE.c.source == source)
+    return connection.execute(statement).scalar()
 
 
 def has_any(connection: Connection, node_uuid: str) -> bool:

@@ -97,16 +97,23 @@ def _insert(connection: Connection, payload: dict, now: datetime) -> None:
     )
 
 
-def record_drift(connection: Connection, node: NodeRecord, drift: dict, now: datetime) -> str:
-    """Write the notification of the hardware drift an introspection of `node` found."""
+def record_drift(
+    connection: Connection,
+    node_uuid: str,
+    started_at: datetime | None,
+    drift: dict,
+    now: datetime,
+) -> str:
+    """Write the notification of the hardware drift the node's introspection started at
+    `started_at` found."""
     ident = str(uuid.uuid4())
     payload = {
         "id": ident,
         "version": PAYLOAD_VERSION,
         "event_type": DRIFT,
         "timestamp": _stamp(now),
-        "node_uuid": node.uuid,
-        "started_at": _stamp(node.started_at),
+        "node_uuid": node_uuid,
+        "started_at": _stamp(started_at),
         "base": drift.get("base"),
         "summary": drift.get("summary"),
         "changes": drift.get("changes"),

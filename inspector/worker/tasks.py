@@ -198,7 +198,7 @@ class Tasks:
             self.store.store_data(node.uuid, processed, processed=True)
         found = processed[pipeline.DRIFT]
         if power_off and found["changes"]:  # a reapply tells nothing new
-            self.store.notify_drift(node, found)
+            self.store.notify_drift(node.uuid, node.started_at, found)
             self.metrics.drift_found(found["summary"])
         if not (power_off and node.manage_boot and self.conf.processing.power_off):
             return None

@@ -119,8 +119,8 @@ class TimedStore:
     def forget_history(self, node_uuid: str) -> int:
         return self._timed(lambda: self._store.forget_history(node_uuid))
 
-    def notify_drift(self, node: NodeRecord, drift: dict) -> None:
-        self._timed(lambda: self._store.notify_drift(node, drift))
+    def notify_drift(self, node_uuid: str, started_at: datetime | None, drift: dict) -> None:
+        self._timed(lambda: self._store.notify_drift(node_uuid, started_at, drift))
 
     def last_power_on(self) -> MarkRecord | None:
         return self._timed(self._store.last_power_on)

@@ -111,7 +111,7 @@ def test_pruning_keeps_the_newest_per_node(store, clock):
 def test_the_drift_notification_goes_into_the_outbox(store, clock):
     node = introspect(store, clock, NODE, "A")
     drift = {"base": 1, "changes": [{"path": "system.serial"}], "summary": {"system": 1}}
-    store.notify_drift(node, drift)
+    store.notify_drift(node.uuid, node.started_at, drift)
     (note,) = [n for n in store.due_notifications() if n.event_type == DRIFT]
     assert note.node_uuid == NODE
     assert note.payload["summary"] == {"system": 1} and note.payload["base"] == 1
