@@ -18,6 +18,8 @@ blueprint = flask.Blueprint("history", __name__)
 
 #: The microversion that brought these routes.
 HISTORY_VERSION = (1, 19)
+#: Digits of an introspection id at most (a 64-bit integer's).
+MAX_DIGITS = 18
 
 
 def _entry(node_uuid: str, entry: EntryRecord, under: str) -> dict[str, Any]:
@@ -52,7 +54,7 @@ def _node(node_id: str, rule: str, what: str) -> str | None:
 
 def _ident(value: str, node_uuid: str) -> int:
     """An introspection id of the node's history (a positive integer)."""
-    if not value.isdigit() or len(value) > 18:
+    if not value.isdigit() or len(value) > MAX_DIGITS:
         raise errors.NotFound(f"Introspection {value!r} of node {node_uuid} not found")
     return int(value)
 
@@ -65,9 +67,9 @@ def history(node_id: str):
         return {"history": []}
     limit = params.limit(services().conf.api_max_limit)
     raw_marker = flask.request.args.get("marker")
-    if raw_marker is not None and not raw_marker.isdigit():
+    if raw_marker is not None and not (raw_marker.isdigit() and len(raw_marker) <= MAX_DIGITS):
         raise errors.BadRequest("Bad request: Marker not an introspection id")
-    marker = None if raw_marker is None else int(raw_marker[:18])
+    marker = None if raw_marker is None else int(raw_marker)
     entries = services().store.history_page(node_uuid, limit=limit, marker=marker)
     under = links.root()
     return {"history": [_entry(node_uuid, entry, under) for entry in entries]}

@@ -41,7 +41,10 @@ def between(store: History, node_uuid: str, old: int | None, new: int | None) ->
         raise BadRequest(
             f"Introspection {old} (from) is newer than introspection {new} (to) of node {node_uuid}"
         )
-    return document(old, new, drift.compare(base[1]["raw"] or {}, target[1]["raw"] or {}))
+    for ident, (_entry, data) in ((old, base), (new, target)):
+        if data["raw"] is None:  # it failed before the ramdisk sent anything
+            raise NotFound(f"Introspection {ident} of node {node_uuid} kept no data to compare")
+    return document(old, new, drift.compare(base[1]["raw"], target[1]["raw"]))
 
 
 def document(old: int | None, new: int | None, changes: list[dict]) -> dict[str, Any]:

@@ -20,7 +20,7 @@ def conf(conf):
     return conf
 
 
-def introspect(store, when: datetime.datetime, data: dict, *, fail: bool = False) -> int:
+def introspect(store, when: datetime.datetime, data: dict | None, *, fail: bool = False) -> int:
     """One ended introspection of NODE kept in its history; its id."""
     try:
         store.get_node(NODE)
@@ -28,8 +28,9 @@ def introspect(store, when: datetime.datetime, data: dict, *, fail: bool = False
         seed.node(store, NODE, "starting", started_at=when)
     else:
         seed.move(store, NODE, "starting", started_at=when, finished_at=None, error=None)
-    store.store_data(NODE, data, processed=False)
-    store.store_data(NODE, dict(data, processed=True), processed=True)
+    if data is not None:
+        store.store_data(NODE, data, processed=False)
+        store.store_data(NODE, dict(data, processed=True), processed=True)
     end = {"finished_at": when}
     ended = seed.move(store, NODE, "error", error="boom", **end) if fail else None
     ended = ended or seed.move(store, NODE, "finished", **end)
@@ -112,6 +113,19 @@ def test_unknown_node_or_id_is_404_naming_it_and_a_reversed_range_400(client, st
     reversed_ = client.get(f"/v1/introspection/{NODE}/drift?from={ids[1]}&to={ids[0]}", headers=V19)
     assert reversed_.status_code == 400
     assert "newer" in reversed_.json["error"]["message"]
+
+
+def test_a_failed_introspection_without_data_has_no_drift_but_a_404(client, store):
+    three(store)
+    now = datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
+    failed = introspect(store, now, None, fail=True)
+    response = client.get(f"/v1/introspection/{NODE}/drift?to={failed}", headers=V19)
+    assert response.status_code == 404
+    assert (
+        f"Introspection {failed} of node {NODE} kept no data" in response.json["error"]["message"]
+    )
+    data = client.get(f"/v1/introspection/{NODE}/history/{failed}/data", headers=V19)
+    assert data.status_code == 404 and "kept no processed data" in data.json["error"]["message"]
 
 
 def test_without_stored_data_the_history_is_empty(client, store, conf):
