@@ -32,7 +32,7 @@ def runs(module: str, function: str) -> Run:
 
 def add_commands(commands) -> None:
     """Every command, on the subparsers `commands` of the `inspector` parser."""
-    for add in (_services, _pxe_filter, _db, _config, _status, _firewall):
+    for add in (_services, _pxe_filter, _db, _config, _status, _history, _firewall):
         add(commands)
 
 
@@ -143,6 +143,26 @@ def _status(commands) -> None:
         help=f"seconds to wait for the workers' answers (default {DEFAULT_WAIT:g})",
     )
     status.set_defaults(run=runs("status_cmd", "run_status"))
+
+
+def _history(commands) -> None:
+    history = commands.add_parser(
+        "history",
+        help="a node's past introspections, newest first (id, state, start, end, error)",
+    )
+    history.add_argument("node", metavar="NODE", help="the node's UUID or Ironic name")
+    history.add_argument("--json", action="store_true", help="print them as JSON")
+    history.set_defaults(run=runs("history_cmd", "run_history"))
+    drift = commands.add_parser(
+        "drift",
+        help="what changed in a node's hardware between two introspections (by default "
+        "the last two finished): a change a line, old -> new",
+    )
+    drift.add_argument("node", metavar="NODE", help="the node's UUID or Ironic name")
+    drift.add_argument("--from", dest="from_id", type=int, metavar="ID", help="the older one")
+    drift.add_argument("--to", dest="to_id", type=int, metavar="ID", help="the newer one")
+    drift.add_argument("--json", action="store_true", help="print the drift as JSON")
+    drift.set_defaults(run=runs("history_cmd", "run_drift"))
 
 
 def _firewall(commands) -> None:

@@ -101,7 +101,7 @@ def request_pool(
     tasks = (
         NoTasks()
         if t_ironic is None
-        else Tasks(t_db, t_ironic, conf, throttle=throttle, announcer=announcer)
+        else Tasks(t_db, t_ironic, conf, throttle=throttle, announcer=announcer, metrics=metrics)
     )
     handler = Handler(t_db, t_coordinator, t_queue, tasks, faults=faults, metrics=metrics)
     return Pool(
@@ -160,7 +160,8 @@ def running_pool(conf: cfg.ConfigOpts, lifecycle: Lifecycle, backends: Backends)
             faults=faults,
         )
         elections = Elections(conf, coordinator, db, lifecycle, budget, stack)
-        cleanup = faults.periodic(CleanUp(db, queue, ironic, conf).tasks())
+        cleanup = CleanUp(db, queue, ironic, conf, drift_found=metrics.drift_found).tasks()
+        cleanup = faults.periodic(cleanup)
         elections.make(runner.KIND, runner.Runner(db, cleanup, budget)).start()
         if conf.notifications.drivers:
             elections.make(sender.KIND, notification_sender(conf, db, budget)).start()

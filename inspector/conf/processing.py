@@ -101,4 +101,13 @@ OPTS = [
         "introspection ends in error naming the rule that was running, and nothing is "
         "sent to Ironic. Not in ironic-inspector.",
     ),
+    cfg.IntOpt(
+        "history_keep",
+        default=10,
+        min=1,
+        help="Ended introspections kept per node, each with its raw and processed data "
+        "(when store_data = database), for the history API and hardware drift; older "
+        "ones are removed by the periodic expiry task, the newest never. 1 keeps only "
+        "the latest, as ironic-inspector did. Not in ironic-inspector.",
+    ),
 ]

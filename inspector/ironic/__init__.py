@@ -8,6 +8,7 @@ all implement it.
 """
 
 from collections.abc import Iterator, Sequence
+from datetime import datetime
 from typing import Any, Protocol
 
 from inspector.ironic.bmc import bmc_addresses
@@ -27,6 +28,10 @@ class IronicClient(Protocol):
         fields: Sequence[str] | None = None,
         provision_state: str | None = None,
     ) -> Iterator[IronicNode]: ...
+    def inspected_since(
+        self, since: datetime | None, *, page_size: int = ...
+    ) -> list[tuple[str, datetime]]: ...
+    def get_inventory(self, node_uuid: str) -> dict[str, Any] | None: ...
     def create_node(self, *, driver: str, **fields: Any) -> IronicNode: ...
     def patch_node(
         self, node_uuid: str, patch: list[dict], *, reset_interfaces: bool = False

@@ -15,6 +15,7 @@ import contextlib
 import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
 from typing import Any, TypeVar
 
 from oslo_config import cfg
@@ -22,7 +23,7 @@ from oslo_config import cfg
 from inspector import deadlines
 from inspector.conf.ironic import GROUP
 from inspector.errors import Conflict, NotFound, ServiceUnavailable
-from inspector.ironic import failures, rest
+from inspector.ironic import failures, model, rest
 from inspector.ironic.connection import connect
 from inspector.ironic.model import IronicNode, IronicPort
 
@@ -101,6 +102,39 @@ class Ironic:
             wanted = ",".join(dict.fromkeys(["uuid", *fields]))
             pages = self._paginate("nodes", "/nodes", {**params, "fields": wanted}, page_size)
         return (IronicNode.from_ironic(item) for item in pages)
+
+    def inspected_since(
+        self, since: datetime | None, *, page_size: int = DEFAULT_PAGE_SIZE
+    ) -> list[tuple[str, datetime]]:
+        """(uuid, inspection_finished_at) of the nodes whose built-in inspection finished
+        after `since` (all with None), newest first: one listing of two fields sorted by
+        inspection_finished_at, read until the first older one (never-inspected nodes,
+        first or last as Ironic's database sorts NULL, are skipped)."""
+        params = {
+            "fields": "uuid,inspection_finished_at",
+            "sort_key": "inspection_finished_at",
+            "sort_dir": "desc",
+        }
+        found = []
+        for item in self._paginate("nodes", "/nodes", params, page_size):
+            finished = model.timestamp(item.get("inspection_finished_at"))
+            if finished is None:
+                continue
+            if since is not None and finished < since:
+                break
+            found.append((item["uuid"], finished))
+        return found
+
+    def get_inventory(self, node_uuid: str) -> dict[str, Any] | None:
+        """The inventory and plugin data Ironic's inspection of the node stored
+        ({"inventory": ..., "plugin_data": ...}); None when it has none."""
+        try:
+            return self._call(
+                f"get the inventory of node {node_uuid}",
+                lambda http: rest.send(http, "GET", rest.node(node_uuid, "inventory")),
+            )
+        except NotFound:
+            return None
 
     def create_node(self, *, driver: str, **fields: Any) -> IronicNode:
         """A new node (enroll state), fields named as Ironic's API names them."""

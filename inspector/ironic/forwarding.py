@@ -4,6 +4,7 @@ the client that answers and what happens around the call (built on first use in
 looked up by name."""
 
 from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
 from typing import Any, TypeVar
 
 from inspector.ironic import IronicClient
@@ -34,6 +35,14 @@ class Forwarding:
                 page_size=page_size, fields=fields, provision_state=provision_state
             )
         )
+
+    def inspected_since(
+        self, since: datetime | None, *, page_size: int = DEFAULT_PAGE_SIZE
+    ) -> list[tuple[str, datetime]]:
+        return self._run(lambda ironic: ironic.inspected_since(since, page_size=page_size))
+
+    def get_inventory(self, node_uuid: str) -> dict[str, Any] | None:
+        return self._run(lambda ironic: ironic.get_inventory(node_uuid))
 
     def create_node(self, *, driver: str, **fields: Any) -> IronicNode:
         return self._run(lambda ironic: ironic.create_node(driver=driver, **fields))

@@ -5,6 +5,7 @@ Must not talk to Ironic: the client builds these from what it received.
 
 import dataclasses
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 
@@ -69,3 +70,15 @@ class IronicPort:
             local_link_connection=dict(data.get("local_link_connection") or {}),
             physical_network=data.get("physical_network"),
         )
+
+
+def timestamp(value: Any) -> datetime | None:
+    """An Ironic timestamp (ISO 8601, with or without a zone) as naive UTC; None for none
+    or for what is not one."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is None else moment.astimezone(UTC).replace(tzinfo=None)

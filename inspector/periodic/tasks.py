@@ -1,5 +1,6 @@
 """The clean-up tasks a periodic leader runs. Each selects nodes and only enqueues
-requests for the workers (time-out, delete, expire); none changes a node itself.
+requests for the workers (time-out, delete, expire); none changes a node itself. The
+Ironic history task (inspector.periodic.ironic_history) runs beside them when enabled.
 
 Every enqueue is preceded by a leadership check, so a deposed leader stops at once.
 """
@@ -13,6 +14,7 @@ from typing import Any, Protocol
 from inspector.broker.message import DELETE, EXPIRE, Request
 from inspector.coordination.election import Leadership
 from inspector.machine import Event, State
+from inspector.periodic.ironic_history import IronicHistory
 from inspector.store import Store
 
 LOG = logging.getLogger(__name__)
@@ -45,19 +47,39 @@ def periods(conf: Any) -> dict[str, float]:
 class CleanUp:
     """The three clean-up tasks of the design, on one store, queue and Ironic."""
 
-    def __init__(self, store: Store, queue: Publisher, ironic: Any, conf: Any) -> None:
+    def __init__(
+        self,
+        store: Store,
+        queue: Publisher,
+        ironic: Any,
+        conf: Any,
+        *,
+        drift_found: Callable[[dict[str, int]], None] | None = None,
+    ) -> None:
         self.store = store
         self.queue = queue
         self.ironic = ironic
         self.conf = conf
+        #: Counts the drifts the Ironic history task finds (the worker's metric).
+        self.drift_found = drift_found
 
     def tasks(self) -> list[PeriodicTask]:
+        """The clean-up tasks, and the Ironic history task when enabled (with an Ironic
+        and stored data)."""
         period = periods(self.conf)
-        return [
+        tasks = [
             PeriodicTask("timeout", period["timeout"], self.timeout),
             PeriodicTask("ironic_sync", period["ironic_sync"], self.ironic_sync),
             PeriodicTask("expiry", period["expiry"], self.expiry),
         ]
+        group = self.conf.ironic_history
+        if group.enabled and self.ironic is not None:
+            if self.conf.processing.store_data != "database":
+                LOG.warning("[ironic_history] enabled without [processing] store_data = database")
+            else:
+                history = IronicHistory(self.store, self.ironic, drift_found=self.drift_found)
+                tasks.append(PeriodicTask("ironic_history", group.period, history.run))
+        return tasks
 
     def _enqueue(self, leadership: Leadership, uuids: list[str], event: str) -> int:
         for uuid in uuids:
@@ -75,15 +97,21 @@ class CleanUp:
 
     def expiry(self, leadership: Leadership) -> str:
         """Ended introspections older than report_expiration -> `expire` (their status
-        and stored data go); old task run records and delivered notifications too."""
+        and stored data go); old task run records and delivered notifications too, and
+        each node's history beyond [processing] history_keep."""
         before = self.store.clock() - timedelta(seconds=self.conf.clean_up.report_expiration)
         count = self._enqueue(leadership, self.store.expired_nodes(before), EXPIRE)
         leadership.check()
         forgotten = self.store.forget_runs(before)
         delivered = self.store.forget_notifications(before)
+        leadership.check()
+        pruned = self.store.prune_history(self.conf.processing.history_keep)
         if count:
             LOG.info("Expiring %d introspection(s) that ended before %s", count, before)
-        return f"{count} expired, {forgotten} run records and {delivered} notifications forgotten"
+        return (
+            f"{count} expired, {forgotten} run records, {delivered} notifications and "
+            f"{pruned} past introspections forgotten"
+        )
 
     def ironic_sync(self, leadership: Leadership) -> str:
         """Nodes the store has and Ironic no longer has -> `delete`.

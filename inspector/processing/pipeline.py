@@ -10,8 +10,8 @@ from typing import Any
 from oslo_config import cfg
 
 from inspector.ironic import IronicNode, IronicPort
+from inspector.processing import drift, payload
 from inspector.processing import hooks as hook_plugins
-from inspector.processing import payload
 from inspector.processing import rules as rule_engine
 from inspector.processing.context import (
     NodeChanges,
@@ -22,6 +22,9 @@ from inspector.processing.context import (
 )
 
 LOG = logging.getLogger(__name__)
+
+#: The processed data's key of the hardware drift since the previous introspection.
+DRIFT = "drift"
 
 
 def node_patch(node: IronicNode, changes: NodeChanges) -> list[dict[str, Any]]:
@@ -91,12 +94,14 @@ def process(
     *,
     hooks: list | None = None,
     known: tuple[IronicNode, list[IronicPort]] | None = None,
+    base: tuple[int, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Run the whole processing of `raw` for the node; raises ProcessingError (or an
     Ironic error) when it cannot be done. Returns the processed data.
 
     `known`: the node and its ports as already read (at the introspection's start);
-    without it both are read from Ironic."""
+    without it both are read from Ironic. `base`: the id and data of the node's previous
+    finished introspection, what the `drift` key compares with (none: no drift)."""
     payload.check(raw, conf)  # stored before the API checked it, or a reapply's body
     node, ports = known or (ironic.get_node(node_uuid), ironic.list_ports(node_uuid))
     context = ProcessingContext(
@@ -106,6 +111,8 @@ def process(
         conf=conf,
     )
     context.data.pop("logs", None)
+    # Before hooks and rules, so that both can act on it.
+    context.data[DRIFT] = drift.document(*(base or (None, None)), raw)
     hook_plugins.run(hooks if hooks is not None else hook_plugins.load(conf), context)
     applicable = [rule for rule in rules if rule_engine.applies(rule, node)]
     matched = rule_engine.evaluate(applicable, context)

@@ -92,6 +92,29 @@ class IntrospectionData(Base):
     stored_at: Mapped[datetime] = mapped_column(Timestamp)
 
 
+class Introspection(Base):
+    """One ended (finished or failed) introspection of a node, with its data: the node's
+    history, up to [processing] history_keep per node. No foreign key: the history
+    outlives the expiry of the node's current status, and goes when Ironic drops it."""
+
+    __tablename__ = "introspections"
+    # One entry per node and start: recording an introspection again replaces it.
+    __table_args__ = (
+        Index("ix_introspections_node_uuid_started_at", "node_uuid", "started_at", unique=True),
+        Index("ix_introspections_node_uuid_id", "node_uuid", "id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    node_uuid: Mapped[str] = mapped_column(String(UUID_LENGTH))
+    source: Mapped[str] = mapped_column(String(16))
+    state: Mapped[str] = mapped_column(String(32))
+    started_at: Mapped[datetime] = mapped_column(Timestamp)
+    finished_at: Mapped[datetime | None] = mapped_column(Timestamp)
+    error: Mapped[str | None] = mapped_column(Text)
+    raw: Mapped[str | None] = mapped_column(JSONText)
+    processed: Mapped[str | None] = mapped_column(JSONText)
+
+
 class IronicSnapshot(Base):
     """The Ironic node and its ports as read when the node's introspection started."""
 

@@ -24,6 +24,8 @@ EVENT_TYPES = {
     State.FINISHED: "inspector.introspection.finish",
     State.ERROR: "inspector.introspection.error",
 }
+#: The event type of a hardware drift an introspection found (see inspector.processing.drift).
+DRIFT = "baremetal_introspection.drift"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,17 +78,47 @@ def record(
         "request_id": request_id,
         "event": str(event),
     }
+    _insert(connection, payload, now)
+    return ident
+
+
+def _insert(connection: Connection, payload: dict, now: datetime) -> None:
+    """The outbox row of `payload` (which names its id, event type and node)."""
     connection.execute(
         insert(OUTBOX).values(
-            id=ident,
-            event_type=kind,
-            node_uuid=node.uuid,
+            id=payload["id"],
+            event_type=payload["event_type"],
+            node_uuid=payload["node_uuid"],
             payload=json.dumps(payload, sort_keys=True),
             created_at=now,
             due_at=now,
             attempts=0,
         )
     )
+
+
+def record_drift(
+    connection: Connection,
+    node_uuid: str,
+    started_at: datetime | None,
+    drift: dict,
+    now: datetime,
+) -> str:
+    """Write the notification of the hardware drift the node's introspection started at
+    `started_at` found."""
+    ident = str(uuid.uuid4())
+    payload = {
+        "id": ident,
+        "version": PAYLOAD_VERSION,
+        "event_type": DRIFT,
+        "timestamp": _stamp(now),
+        "node_uuid": node_uuid,
+        "started_at": _stamp(started_at),
+        "base": drift.get("base"),
+        "summary": drift.get("summary"),
+        "changes": drift.get("changes"),
+    }
+    _insert(connection, payload, now)
     return ident
 
 

@@ -29,7 +29,8 @@ from inspector.store import (
     transitions,
 )
 from inspector.store import engine as engines
-from inspector.store.access import Access, Clock, utcnow
+from inspector.store.access import Clock, utcnow
+from inspector.store.history import History
 from inspector.store.nodes import NodeRecord
 from inspector.store.outbox import NotificationRecord
 from inspector.store.requests import RequestRecord
@@ -38,7 +39,7 @@ from inspector.store.snapshots import SnapshotRecord
 from inspector.store.transitions import Change
 
 
-class Store(Access):
+class Store(History):
     """Every read and write of the service; SQLAlchemy errors leave as InspectorErrors."""
 
     def __init__(

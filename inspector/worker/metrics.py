@@ -45,6 +45,7 @@ class Recorder(Protocol):
     def task_duration(self, state: str, seconds: float) -> None: ...
     def lock_busy(self) -> None: ...
     def introspection_ended(self, state: str, seconds: float) -> None: ...
+    def drift_found(self, summary: dict[str, int]) -> None: ...
 
 
 class NoMetrics:
@@ -60,6 +61,9 @@ class NoMetrics:
         pass
 
     def introspection_ended(self, state: str, seconds: float) -> None:
+        pass
+
+    def drift_found(self, summary: dict[str, int]) -> None:
         pass
 
     def backend_failed(self, service: str) -> None:
@@ -153,6 +157,13 @@ class WorkerMetrics(NoMetrics):
             buckets=(10, 30, 60, 120, 300, 600, 900, 1800, 3600),
             registry=self.registry,
         )
+        self._drift = Counter(
+            "inspector_worker_drift_nodes",
+            "Introspections this worker processed whose hardware changed since the "
+            "node's previous one, by category (system, disks, nics...)",
+            ["category"],
+            registry=self.registry,
+        )
         self._lock_busy = Counter(
             "inspector_worker_lock_busy",
             "Requests put back because another worker held the node lock",
@@ -194,6 +205,11 @@ class WorkerMetrics(NoMetrics):
 
     def introspection_ended(self, state: str, seconds: float) -> None:
         self._introspections.labels(state).observe(seconds)
+
+    def drift_found(self, summary: dict[str, int]) -> None:
+        for category, count in summary.items():
+            if count:
+                self._drift.labels(category).inc()
 
     def backend_failed(self, service: str) -> None:
         self._backend_failures.labels(service).inc()

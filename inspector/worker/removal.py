@@ -13,13 +13,20 @@ LOG = logging.getLogger(__name__)
 
 
 def remove(store: Store, request: Request) -> str:
-    """`delete` removes the node's records; `expire` removes an ended introspection,
+    """`delete` removes the node's records and history; `expire` removes an ended
+    introspection's status and current data (its history stays),
     unless the node started another one since the request was made (its end is then
     later than the request)."""
     where = f"[node {request.node_uuid} req {request.request_id} {request.event}]"
     if request.event == DELETE:
         deleted = store.delete_node(request.node_uuid)
-        LOG.info("%s node records %s", where, "deleted" if deleted else "absent")
+        forgotten = store.forget_history(request.node_uuid)
+        LOG.info(
+            "%s node records %s, %d past introspections forgotten",
+            where,
+            "deleted" if deleted else "absent",
+            forgotten,
+        )
         return outcomes.APPLIED
     node = store.load(request.node_uuid, request.request_id)[0]
     if node is None:

@@ -23,6 +23,7 @@ from inspector.processing.context import ProcessingError
 from inspector.store import NodeRecord, Store
 from inspector.store.snapshots import SnapshotRecord
 from inspector.worker import power
+from inspector.worker.metrics import NoMetrics, Recorder
 from inspector.worker.powering import Powering
 from inspector.worker.throttle import RebootThrottle
 
@@ -88,6 +89,7 @@ class Tasks:
         throttle: RebootThrottle | None = None,
         announcer: Announcer | None = None,
         clock: Callable[[], float] = time.time,
+        metrics: Recorder | None = None,
     ) -> None:
         self.store = store
         self.ironic = ironic
@@ -99,12 +101,19 @@ class Tasks:
         self.announcer = announcer
         # Loaded once: an unknown hook name stops start-up, not every introspection.
         self.hooks = hook_plugins.load(conf)
+        #: Counts the drifts found (inspector.worker.metrics).
+        self.metrics = metrics or NoMetrics()
+
+    @property
+    def keeps_history(self) -> bool:
+        """Whether ended introspections are kept with their data: only when stored."""
+        return self.conf.processing.store_data == "database"
 
     def has_work(self, transition: Transition) -> bool:
         """Whether the transition's task does anything here: an end's announcement only
         with an announcer."""
         if transition.task is Task.END:
-            return self.announcer is not None
+            return self.announcer is not None or self.keeps_history
         return transition.task is not None
 
     def run(self, node: NodeRecord, request: Request, transition: Transition) -> Request | None:
@@ -118,9 +127,17 @@ class Tasks:
             self.reapply(node, request)
         elif transition.task is Task.ENROLL:
             self.enroll(node, request)
-        elif transition.task is Task.END and self.announcer is not None:
-            self.announcer.introspection_ended(node.uuid)
+        elif transition.task is Task.END:
+            self.end(node)
         return None
+
+    def end(self, node: NodeRecord) -> None:
+        """Keep the ended introspection in the node's history (an upsert: idempotent),
+        then tell the PXE firewalls (with an announcer)."""
+        if self.keeps_history:
+            self.store.keep_introspection(node)
+        if self.announcer is not None:
+            self.announcer.introspection_ended(node.uuid)
 
     def start(self, node: NodeRecord, request: Request) -> Request | None:
         """Record how the ramdisk will find the node (its ports' MACs, its BMC addresses),
@@ -175,12 +192,27 @@ class Tasks:
             self.store.all_rules(),
             hooks=self.hooks,
             known=known,
+            base=self._drift_base(node),
         )
-        if self.conf.processing.store_data == "database":
+        if self.keeps_history:
             self.store.store_data(node.uuid, processed, processed=True)
+        found = processed[pipeline.DRIFT]
+        if power_off and found["changes"]:  # a reapply tells nothing new
+            self.store.notify_drift(node.uuid, node.started_at, found)
+            self.metrics.drift_found(found["summary"])
         if not (power_off and node.manage_boot and self.conf.processing.power_off):
             return None
         return self.power.power_off(node.uuid, request)
+
+    def _drift_base(self, node: NodeRecord) -> tuple[int, dict] | None:
+        """The id and raw data of the node's finished introspection before this one."""
+        if not self.keeps_history or node.started_at is None:
+            return None
+        for entry in self.store.finished_introspections(node.uuid, before=node.started_at):
+            found = self.store.history_data(node.uuid, entry.id)
+            if found is not None and found[1]["raw"] is not None:
+                return entry.id, found[1]["raw"]
+        return None
 
     def _snapshot(self, node: NodeRecord) -> tuple[IronicNode, list[IronicPort]] | None:
         """Ironic's node and ports as this introspection's start read them; None when

@@ -12,6 +12,7 @@ import contextlib
 import functools
 import time
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from typing import TypeVar
 
 from inspector.broker import Delivery, Queue
@@ -20,6 +21,7 @@ from inspector.coordination import DLM, Lease
 from inspector.ironic import IronicClient
 from inspector.ironic.forwarding import Forwarding
 from inspector.store import Change, NodeRecord, RequestRecord, Store
+from inspector.store.introspections import EntryRecord
 from inspector.store.singletons import MarkRecord
 from inspector.store.snapshots import SnapshotRecord
 
@@ -100,6 +102,25 @@ class TimedStore:
 
     def all_rules(self) -> list[dict]:
         return self._timed(self._store.all_rules)
+
+    def keep_introspection(self, node: NodeRecord) -> bool:
+        return self._timed(lambda: self._store.keep_introspection(node))
+
+    def finished_introspections(
+        self, node_uuid: str, *, before: datetime | None = None, limit: int = 1
+    ) -> list[EntryRecord]:
+        return self._timed(
+            lambda: self._store.finished_introspections(node_uuid, before=before, limit=limit)
+        )
+
+    def history_data(self, node_uuid: str, ident: int) -> tuple[EntryRecord, dict] | None:
+        return self._timed(lambda: self._store.history_data(node_uuid, ident))
+
+    def forget_history(self, node_uuid: str) -> int:
+        return self._timed(lambda: self._store.forget_history(node_uuid))
+
+    def notify_drift(self, node_uuid: str, started_at: datetime | None, drift: dict) -> None:
+        self._timed(lambda: self._store.notify_drift(node_uuid, started_at, drift))
 
     def last_power_on(self) -> MarkRecord | None:
         return self._timed(self._store.last_power_on)

@@ -14,6 +14,7 @@ import dataclasses
 import threading
 import uuid as uuidlib
 from collections.abc import Iterator, Sequence
+from datetime import datetime
 from typing import Any
 
 from inspector import request_context
@@ -56,6 +57,9 @@ class FakeIronic:
         self._failures: list[InspectorError] = []
         #: node uuid -> what its next power actions do (see `plan_power`).
         self._power_plans: dict[str, list[str]] = {}
+        #: node uuid -> (inspection_finished_at, {"inventory", "plugin_data"}) of its
+        #: last built-in inspection (see `inspected`).
+        self.inspections: dict[str, tuple[datetime, dict]] = {}
 
     # ------------------------------------------------------------ test helpers
 
@@ -103,6 +107,16 @@ class FakeIronic:
             self.nodes[node.uuid] = node
         return node
 
+    def inspected(self, node_uuid: str, finished_at: datetime, data: dict) -> None:
+        """Ironic's own inspection of the node finished at `finished_at`, storing the
+        ramdisk's `data` as Ironic does (inventory apart, the rest as plugin data)."""
+        plugin_data = {key: value for key, value in data.items() if key != "inventory"}
+        with self._lock:
+            self.inspections[node_uuid] = (
+                finished_at,
+                {"inventory": data["inventory"], "plugin_data": plugin_data},
+            )
+
     def add_port(self, node_uuid: str, address: str, **fields: Any) -> IronicPort:
         """A port, without recording a call."""
         with self._lock:
@@ -136,6 +150,22 @@ class FakeIronic:
                 key=lambda n: n.uuid,
             )
         return iter(nodes)
+
+    def inspected_since(
+        self, since: datetime | None, *, page_size: int = 1000
+    ) -> list[tuple[str, datetime]]:
+        with self._begin("inspected_since", since, page_size=page_size):
+            found = sorted(
+                ((uuid, finished) for uuid, (finished, _) in self.inspections.items()),
+                key=lambda item: item[1],
+                reverse=True,
+            )
+        return [item for item in found if since is None or item[1] >= since]
+
+    def get_inventory(self, node_uuid: str) -> dict[str, Any] | None:
+        with self._begin("get_inventory", node_uuid):
+            found = self.inspections.get(node_uuid)
+            return None if found is None else copy.deepcopy(found[1])
 
     def create_node(self, *, driver: str, **fields: Any) -> IronicNode:
         with self._begin("create_node", driver=driver, **fields):

@@ -96,8 +96,8 @@ def constraint_names(url: str) -> dict[str, set[str]]:
         engine.dispose()
 
 
-def test_head_revision_is_the_snapshots_migration():
-    assert schema.head_revision() == "b7e3d9a1c5f2"
+def test_head_revision_is_the_introspections_migration():
+    assert schema.head_revision() == "d4f8a2c6e9b1"
 
 
 def test_upgrade_builds_the_models_schema(database_url):

@@ -16,6 +16,8 @@ COMMANDS = [
     ["db", "import-ironic-inspector", "--source-connection", "sqlite:///nowhere.sqlite"],
     ["config", "check"],
     ["status"],
+    ["history", "1be26c0b-03f2-4d2e-ae87-c02d7f33c123"],
+    ["drift", "1be26c0b-03f2-4d2e-ae87-c02d7f33c123", "--json"],
     ["firewall", "close"],
 ]
 

@@ -78,6 +78,22 @@ def test_expiry_enqueues_ended_introspections_past_the_report_expiration(cleanup
     assert sorted(cleanup.queue.events()) == [("old-error", EXPIRE), ("old-finished", EXPIRE)]
 
 
+def test_expiry_prunes_each_history_to_history_keep(cleanup, clocked, conf):
+    """history_keep = 2: a third introspection prunes the first, the failed one stays."""
+    conf.set_override("history_keep", 2, group="processing")
+    for index, state in enumerate((State.FINISHED, State.FINISHED, State.ERROR)):
+        started = ago(900 - index * 100)
+        if index == 0:
+            node(clocked, "n1", State.STARTING, started=started)
+        else:
+            seed.move(clocked, "n1", State.STARTING, started_at=started, finished_at=None)
+        clocked.keep_introspection(seed.move(clocked, "n1", state, finished_at=started))
+    _first, second, failed = clocked.history_page("n1", limit=10)[::-1]
+    assert cleanup.expiry(leadership(clocked)).endswith("1 past introspections forgotten")
+    assert clocked.history_page("n1", limit=10) == [failed, second]
+    assert cleanup.expiry(leadership(clocked)).endswith("0 past introspections forgotten")
+
+
 def test_ironic_sync_deletes_what_ironic_no_longer_has(cleanup, clocked):
     kept = cleanup.ironic.add_node().uuid
     node(clocked, kept, State.WAITING, started=ago(1))
