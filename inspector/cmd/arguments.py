@@ -32,7 +32,7 @@ def runs(module: str, function: str) -> Run:
 
 def add_commands(commands) -> None:
     """Every command, on the subparsers `commands` of the `inspector` parser."""
-    for add in (_services, _pxe_filter, _db, _config, _status, _firewall):
+    for add in (_services, _pxe_filter, _db, _config, _status, _firewall, _rules):
         add(commands)
 
 
@@ -153,3 +153,27 @@ def _firewall(commands) -> None:
         help="close this host's PXE service now (e.g. ExecStopPost of the worker's unit)",
     )
     close.set_defaults(run=runs("firewall_cmd", "run_close"))
+
+
+def _rules(commands) -> None:
+    rules = commands.add_parser("rules", help="introspection rules")
+    actions = rules.add_subparsers(dest="rules_command", required=True, metavar="ACTION")
+    check = actions.add_parser(
+        "check",
+        help="evaluate the rules of FILE against nodes' stored processed data and their "
+        "Ironic nodes, applying nothing: which match and why, what they would do",
+    )
+    check.add_argument(
+        "file",
+        metavar="FILE",
+        help='a rule as POST /v1/rules takes it, a list, or {"rules": [...]}',
+    )
+    check.add_argument(
+        "--node",
+        required=True,
+        action="append",
+        metavar="NODE",
+        help="a node UUID or name (repeatable, up to [api] max_rules_check_nodes)",
+    )
+    check.add_argument("--json", action="store_true", help="print the check as JSON")
+    check.set_defaults(run=runs("rules_cmd", "run_check"))
