@@ -32,7 +32,7 @@ def runs(module: str, function: str) -> Run:
 
 def add_commands(commands) -> None:
     """Every command, on the subparsers `commands` of the `inspector` parser."""
-    for add in (_services, _pxe_filter, _db, _config, _status, _firewall, _rules):
+    for add in (_services, _pxe_filter, _db, _config, _status, _firewall, _rules, _report):
         add(commands)
 
 
@@ -177,3 +177,26 @@ def _rules(commands) -> None:
     )
     check.add_argument("--json", action="store_true", help="print the check as JSON")
     check.set_defaults(run=runs("rules_cmd", "run_check"))
+
+
+#: The categories of `inspector report --by` (inspector.processing.hardware_report).
+REPORT_CATEGORIES = ("system", "firmware", "cpu", "memory", "disks", "nics", "pci")
+
+
+def _report(commands) -> None:
+    report = commands.add_parser(
+        "report",
+        help="the fleet hardware report: every node's stored processed data grouped by a "
+        "category, with how many nodes of each group changed at their last introspection",
+    )
+    report.add_argument(
+        "--by", choices=REPORT_CATEGORIES, default="system", help="the category (default system)"
+    )
+    report.add_argument("--nodes", action="store_true", help="list each group's nodes")
+    formats = report.add_mutually_exclusive_group()
+    formats.add_argument("--json", action="store_true", help="print the report as JSON")
+    formats.add_argument("--csv", action="store_true", help="print the report as CSV")
+    report.add_argument(
+        "--plot", metavar="FILE.png", help="also draw a bar chart per group (needs matplotlib)"
+    )
+    report.set_defaults(run=runs("report_cmd", "run_report"))
