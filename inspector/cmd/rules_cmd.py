@@ -61,6 +61,8 @@ def render(results: list[dict]) -> str:
     lines = []
     for node in results:
         lines.append(f"Node {node['name'] or node['uuid']} ({node['uuid']})")
+        if node["error"]:
+            lines.append(f"  {node['error']}")
         for rule in node["rules"]:
             title = rule["description"] or rule["uuid"] or "rule"
             lines.append(f"  Rule {title!r}: {rule['outcome'].upper()}")

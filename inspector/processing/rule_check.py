@@ -74,35 +74,49 @@ def check(
     *,
     clock: Callable[[], float] = time.monotonic,
 ) -> list[dict[str, Any]]:
-    """Per node, per rule: what a processing of that data would do with the rule."""
-    return [
-        {"uuid": node.uuid, "name": node.name, "rules": check_node(conf, rules, node, data, clock)}
-        for node, data in nodes
-    ]
+    """Per node, per rule: what a processing of that data would do with the rule.
+
+    The whole call has [processing] rules_evaluation_timeout, as one node's processing
+    has: past it, the rule being evaluated says so and the nodes after it are not
+    checked (their `error` says why), so that no call holds an API thread longer."""
+    deadline = rule_engine.Deadline(conf.processing.rules_evaluation_timeout, clock)
+    checked: list[dict[str, Any]] = []
+    stopped = None
+    for node, data in nodes:
+        entry = {"uuid": node.uuid, "name": node.name, "error": stopped, "rules": []}
+        checked.append(entry)
+        if stopped is None:
+            entry["rules"], stopped = check_node(conf, rules, node, data, deadline)
+    return checked
 
 
 def check_node(
-    conf: Any, rules: list[dict], node: IronicNode, data: dict, clock: Callable[[], float]
-) -> list[dict[str, Any]]:
+    conf: Any, rules: list[dict], node: IronicNode, data: dict, deadline: rule_engine.Deadline
+) -> tuple[list[dict[str, Any]], str | None]:
     """The rules in order on one node, on one context as processing has it (an action
     sees what earlier ones recorded), each rule on its own: an error of one (which would
-    end a real introspection there) is reported and the next rule checked."""
+    end a real introspection there) is reported and the next rule checked. With the
+    results, why the check must stop (the time is up) or None."""
     context = ProcessingContext(node=node, ports=[], data=data, conf=conf)
     sources = rule_engine.sources_of(context)
-    deadline = rule_engine.Deadline(conf.processing.rules_evaluation_timeout, clock)
     results = []
     for rule in rules:
         trace = rule_engine.Trace()
         try:
             outcome = rule_engine.run_rule(rule, context, sources, deadline, trace)
-        except rule_engine.RulesTimeout as exc:  # the node's time is up: no rule after
+        except rule_engine.RulesTimeout as exc:
             results.append(_result(rule, rule_engine.Outcome.NOT_MATCHED, trace, exc.message))
-            break
+            return results, f"not checked: the check ran past {_bound(conf)}"
         except ProcessingError as exc:
             results.append(_result(rule, rule_engine.Outcome.NOT_MATCHED, trace, exc.message))
         else:
             results.append(_result(rule, outcome, trace, None))
-    return results
+    return results, None
+
+
+def _bound(conf: Any) -> str:
+    seconds = conf.processing.rules_evaluation_timeout
+    return f"[processing] rules_evaluation_timeout ({seconds:g} s)"
 
 
 def _result(

@@ -237,23 +237,35 @@ def test_older_versions_get_404(client, node):
     assert answer.status_code == 404
 
 
-def test_the_evaluation_timeout_stops_the_node(conf, node, store):
-    ticks = iter(range(0, 10_000, 5))
-    conf.set_override("rules_evaluation_timeout", 1.0, group="processing")
+def test_the_evaluation_timeout_bounds_the_whole_call(conf, node, ironic, store):
+    """One bound for the call: the rule it expires in says so, later rules and nodes are
+    not evaluated, and say why."""
+    other = ironic.add_node(name="vm-2")
     data = store.get_data(node.uuid, processed=True)
-    results = rule_check.check_node(
-        conf, [dict(MATCHING, uuid="a"), dict(MATCHING, uuid="b")], node, data, lambda: next(ticks)
+    now = [0.0]
+
+    def clock() -> float:
+        now[0] += 0.4  # each look at the clock: 0.4 s later
+        return now[0]
+
+    conf.set_override("rules_evaluation_timeout", 1.0, group="processing")
+    rules = [dict(MATCHING, uuid=str(i)) for i in range(3)]
+    first, second = rule_check.check(conf, rules, [(node, data), (other, data)], clock=clock)
+    assert first["error"] is None
+    assert [r["outcome"] for r in first["rules"]] == ["error"]
+    assert "rules_evaluation_timeout" in first["rules"][0]["error"]
+    assert second["rules"] == []
+    assert second["error"] == (
+        "not checked: the check ran past [processing] rules_evaluation_timeout (1 s)"
     )
-    assert len(results) == 1
-    assert results[0]["outcome"] == "error"
-    assert "rules_evaluation_timeout" in results[0]["error"]
 
 
 def test_the_check_and_processing_evaluate_alike(conf, node, store):
     """The same rules on the same data: processing records what the check said it would."""
     data = store.get_data(node.uuid, processed=True)
     rules = [dict(r, uuid=str(i)) for i, r in enumerate([WRONG_PATH, NOT_MATCHING, MATCHING])]
-    checked = rule_check.check_node(conf, rules, node, copy.deepcopy(data), lambda: 0.0)
+    [checked] = rule_check.check(conf, rules, [(node, copy.deepcopy(data))], clock=lambda: 0.0)
+    checked = checked["rules"]
     context = ProcessingContext(node=node, ports=[], data=data, conf=conf)
     ran = rule_engine.evaluate(rules, context)
     assert ran == [r["uuid"] for r in checked if r["matched"]] == ["2"]

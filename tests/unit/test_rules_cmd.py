@@ -60,3 +60,8 @@ def test_a_rule_refused_at_creation_is_refused(tmp_path, conf):
     path.write_text("[")
     with pytest.raises(BadRequest, match="cannot read rules from"):
         rules_cmd._rules_document(str(path))
+
+
+def test_render_says_why_a_node_was_not_checked(results):
+    stopped = [{**results[0], "rules": [], "error": "not checked: the check ran past ..."}]
+    assert rules_cmd.render(stopped).splitlines()[1] == "  not checked: the check ran past ..."
