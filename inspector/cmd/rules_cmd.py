@@ -39,10 +39,9 @@ def checked(conf: cfg.ConfigOpts, rules: list[Any], nodes: list[str]) -> list[di
     idents = rule_check.nodes_of(body, conf.api.max_rules_check_nodes)
     db = store.Store.from_conf(conf)
     try:
-        loaded = rule_check.load_nodes(idents, db, LazyIronic(conf))
+        return rule_check.check(conf, valid, rule_check.load_nodes(idents, db, LazyIronic(conf)))
     finally:
         db.close()
-    return rule_check.check(conf, valid, loaded)
 
 
 def run_check(args, argv) -> int:

@@ -5,7 +5,7 @@ nothing: what each condition found and decided, the actions as they would be for
 
 import json
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from inspector.errors import BadRequest, NotFound
@@ -51,10 +51,10 @@ def nodes_of(body: dict[str, Any], cap: int) -> list[str]:
     return idents
 
 
-def load_nodes(idents: Iterable[str], store: Any, ironic: Any) -> list[tuple[IronicNode, dict]]:
-    """Each node as Ironic has it and its stored processed data; NotFound naming the
-    first node Ironic does not know or that has no processed data."""
-    found = []
+def load_nodes(idents: Iterable[str], store: Any, ironic: Any) -> Iterator[tuple[IronicNode, dict]]:
+    """Each node as Ironic has it and its stored processed data, read as the check comes
+    to it (one node's data in memory at a time); NotFound naming the first node Ironic
+    does not know or that has no processed data."""
     for ident in idents:
         node = ironic.get_node(ident)
         data = store.get_data(node.uuid, processed=True)
@@ -63,14 +63,13 @@ def load_nodes(idents: Iterable[str], store: Any, ironic: Any) -> list[tuple[Iro
                 f"Node {ident} has no stored processed data to check rules against "
                 "(not introspected yet, or [processing] store_data is none)"
             )
-        found.append((node, data))
-    return found
+        yield node, data
 
 
 def check(
     conf: Any,
     rules: list[dict],
-    nodes: list[tuple[IronicNode, dict]],
+    nodes: Iterable[tuple[IronicNode, dict]],
     *,
     clock: Callable[[], float] = time.monotonic,
 ) -> list[dict[str, Any]]:
