@@ -63,6 +63,7 @@ def _check(client, **body):
 
 def test_says_which_rule_matches_and_why_and_changes_nothing(client, store, ironic, node):
     data_before = store.get_data(node.uuid, processed=True)
+    record_before = store.get_node(node.uuid)
     calls_before = ironic.calls
     answer = _check(client, rules=[WRONG_PATH, NOT_MATCHING, MATCHING], node="vm-1")
     assert answer.status_code == 200, answer.json
@@ -100,6 +101,8 @@ def test_says_which_rule_matches_and_why_and_changes_nothing(client, store, iron
     ]
     # Nothing applied: the stored data as before, no Ironic call but the node reads.
     assert store.get_data(node.uuid, processed=True) == data_before
+    assert store.get_node(node.uuid) == record_before
+    assert len(store.history(node.uuid)) == 1  # the seed's request, no other
     assert {call.name for call in ironic.history[calls_before:]} == {"get_node"}
     assert ironic.nodes[node.uuid].extra == {}
     assert client.get("/v1/rules", headers=V19).json["rules"] == []
