@@ -85,7 +85,9 @@ def _condition(condition: dict) -> str:
         test += f" {condition['value']!r}"
     if condition["multiple"] != "any":
         test += f" ({condition['multiple']})"
-    if condition["missing"]:
+    if condition["error"]:
+        found = f"not tested ({condition['error']})"
+    elif condition["missing"]:
         found = "the field has no value"
     else:
         found = "found " + ", ".join(repr(value) for value in condition["found"])

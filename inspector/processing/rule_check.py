@@ -128,25 +128,23 @@ def _result(
         "matched": outcome == rule_engine.Outcome.MATCHED and error is None,
         "outcome": "error" if error else outcome.value,
         "error": error,
-        "conditions": [
-            _condition(index, conditions[index], found, holds)
-            for index, found, holds in trace.conditions
-        ],
+        "conditions": [_condition(seen, conditions[seen.index]) for seen in trace.conditions],
         "actions": trace.actions if outcome == rule_engine.Outcome.MATCHED or error else [],
     }
 
 
-def _condition(index: int, condition: dict, found: list[Any], holds: bool) -> dict[str, Any]:
+def _condition(seen: rule_engine.Seen, condition: dict) -> dict[str, Any]:
     return {
-        "index": index,
+        "index": seen.index,
         "field": condition.get("field"),
         "op": condition.get("op"),
         "value": condition.get("value"),
         "multiple": condition.get("multiple") or "any",
         "invert": bool(condition.get("invert", False)),
-        "missing": not found,
-        "found": [shown(value) for value in found],
-        "result": holds,
+        "missing": not seen.found,
+        "found": [shown(value) for value in seen.found],
+        "result": seen.holds,
+        "error": seen.error,
     }
 
 

@@ -8,6 +8,7 @@ import dataclasses
 import enum
 import logging
 import time
+import typing
 from collections.abc import Callable
 from typing import Any
 
@@ -78,12 +79,23 @@ class Outcome(enum.StrEnum):
     MATCHED = "matched"
 
 
+class Seen(typing.NamedTuple):
+    """One condition as the rules check saw it."""
+
+    index: int
+    found: list[Any]
+    holds: bool
+    #: Why it could not be tested, after an earlier condition already failed (processing
+    #: stops before it; reaching it, the rule would fail instead).
+    error: str | None = None
+
+
 @dataclasses.dataclass
 class Trace:
-    """What the evaluation of one rule saw, for the rules check: each condition tested
-    (its index, the values its field found, its result), each action as formatted."""
+    """What the evaluation of one rule saw, for the rules check: each condition tested,
+    each action as formatted."""
 
-    conditions: list[tuple[int, list[Any], bool]] = dataclasses.field(default_factory=list)
+    conditions: list[Seen] = dataclasses.field(default_factory=list)
     actions: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
 
@@ -100,9 +112,12 @@ def _matches(
         except RulesTimeout:
             raise
         except ProcessingError as exc:
-            raise ProcessingError(f"{_where(index, condition)}: {exc}") from None
+            if trace is None or matched:  # processing gets here: the rule fails
+                raise ProcessingError(f"{_where(index, condition)}: {exc}") from None
+            trace.conditions.append(Seen(index, [], False, exc.message))
+            continue
         if trace is not None:
-            trace.conditions.append((index, found, holds))
+            trace.conditions.append(Seen(index, found, holds))
         elif not holds:
             return False
         matched = matched and holds

@@ -83,6 +83,7 @@ def test_says_which_rule_matches_and_why_and_changes_nothing(client, store, iron
             "missing": True,
             "found": [],
             "result": False,
+            "error": None,
         }
     ]
     assert wrong["actions"] == []
@@ -273,3 +274,23 @@ def test_the_check_and_processing_evaluate_alike(conf, node, store):
     ran = rule_engine.evaluate(rules, context)
     assert ran == [r["uuid"] for r in checked if r["matched"]] == ["2"]
     assert context.changes.patch == [{"op": "add", "path": "/extra/cpu", "value": "AMD EPYC x2"}]
+
+
+def test_a_broken_condition_after_a_false_one_is_no_error(conf, node, store):
+    """Processing stops at the false condition and never meets the broken one: not
+    matched, the broken one reported; the same broken condition first is the rule's error."""
+    broken = {"op": "in-net", "field": "inventory.bmc_address", "value": "not a network"}
+    false = {"op": "eq", "field": "inventory.cpu.count", "value": 99}
+    rules = [
+        {"uuid": "a", "conditions": [false, broken], "actions": MATCHING["actions"]},
+        {"uuid": "b", "conditions": [broken, false], "actions": MATCHING["actions"]},
+    ]
+    data = {"inventory": {"bmc_address": "10.0.0.1", "cpu": {"count": 2}}}
+    [checked] = rule_check.check(conf, rules, [(node, data)])
+    after, first = checked["rules"]
+    assert (after["outcome"], after["error"]) == ("not matched", None)
+    assert after["conditions"][1]["error"] == "in-net: 'not a network' is not a network"
+    assert after["conditions"][1]["result"] is False
+    assert first["outcome"] == "error" and "is not a network" in first["error"]
+    context = ProcessingContext(node=node, ports=[], data=data, conf=conf)
+    assert rule_engine.evaluate(rules[:1], context) == []
