@@ -6,6 +6,7 @@ and the section again from the saved results, without measuring.
 Only reads results; measures nothing. (bench/fleet and bench/pxe_filter draw their own.)
 """
 
+import argparse
 import json
 import pathlib
 
@@ -28,17 +29,33 @@ def add_arguments(parser):
     )
 
 
+def _results(args, measure):
+    """Measured and saved to --out, or with --plot-only read from it."""
+    out = pathlib.Path(args.out)
+    if args.plot_only:
+        return json.loads(out.read_text())
+    results = measure(args)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    return results
+
+
+def text_bench(description, out, options, measure, markdown, name):
+    """The command line of a benchmark without a plot: its integer `options` (flag ->
+    default), --out (default bench/results/`out`), then `publish_text`."""
+    parser = argparse.ArgumentParser(description=description)
+    for flag, default in options.items():
+        parser.add_argument(flag, type=int, default=default)
+    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / out))
+    add_arguments(parser)
+    return publish_text(parser.parse_args(), measure, markdown, name)
+
+
 def publish(args, measure, markdown, draw, name, image, title, root=ROOT):
     """Measure (or with --plot-only read --out), save the results, draw `image` and
     replace the benchmark's section `name` of docs/performance.md, the plot under its
     heading."""
-    out = pathlib.Path(args.out)
-    if args.plot_only:
-        results = json.loads(out.read_text())
-    else:
-        results = measure(args)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(results, indent=2) + "\n")
+    results = _results(args, measure)
     heading, _, rest = markdown(results).partition("\n")
     images = root / "docs" / "images"
     section = f"{heading}\n\n![{title}](images/{image})\n{rest}"
@@ -52,6 +69,29 @@ def publish(args, measure, markdown, draw, name, image, title, root=ROOT):
         update_doc(section, name, root / "docs" / "performance.md")
     print(section)
     return results
+
+
+def publish_text(args, measure, markdown, name, root=ROOT):
+    """`publish` for a benchmark without a plot: measure (or with --plot-only read --out),
+    save the results, replace its section `name` of docs/performance.md unless --no-doc."""
+    results = _results(args, measure)
+    section = markdown(results)
+    if not args.no_doc:
+        update_doc(section, name, root / "docs" / "performance.md")
+    print(section)
+    return results
+
+
+def how_to_run(command, services="postgresql"):
+    """The lines ending a section: the command that measured it, on which services."""
+    return [
+        "",
+        "```",
+        f'scripts/services start {services}; eval "$(scripts/services env)"',
+        command,
+        "```",
+        "",
+    ]
 
 
 def update_doc(section, name, doc=ROOT / "docs" / "performance.md"):

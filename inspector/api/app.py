@@ -17,6 +17,7 @@ from inspector.api import (
     introspection,
     metrics,
     ramdisk,
+    report,
     request_ids,
     root,
     rules,
@@ -79,7 +80,7 @@ def create_app(
         app.wsgi_app, conf.api.max_request_body_size, conf.api.max_continue_body_size
     )
     errors.register(app)
-    for blueprint in (root, introspection, history, rules, ramdisk, health):
+    for blueprint in (root, introspection, history, rules, report, ramdisk, health):
         app.register_blueprint(blueprint.blueprint)
     metrics.install(app)
     auth.install(app, conf)

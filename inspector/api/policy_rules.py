@@ -154,6 +154,21 @@ OPERATION_RULES = [
         "POST /rules",
         deprecated=DEPRECATED_ADMIN,
     ),
+    # Not ironic-inspector's: Inspector's own routes (API 1.19).
+    _operation(
+        "introspection:rule:check",
+        ADMIN,
+        "Check introspection rules against nodes' stored data, applying nothing",
+        "POST /rules/check",
+        deprecated=DEPRECATED_ADMIN,
+    ),
+    _operation(
+        "introspection:report",
+        ADMIN,
+        "Read the fleet hardware report built from every node's stored data",
+        "GET /report/hardware",
+        deprecated=DEPRECATED_ADMIN,
+    ),
     _operation(
         "introspection:metrics",
         READER,

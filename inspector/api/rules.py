@@ -1,10 +1,12 @@
-"""/v1/rules: create, list, show and delete introspection rules (evaluation is elsewhere)."""
+"""/v1/rules: create, list, show and delete introspection rules, and check them against
+nodes' stored data (evaluation is inspector.processing's)."""
 
 import flask
 
-from inspector.api import params, schemas
+from inspector.api import params, schemas, versions
 from inspector.api.context import services
 from inspector.api.links import path_link, path_root
+from inspector.processing import rule_check
 from inspector.processing.rule_schema import validate_rule
 
 blueprint = flask.Blueprint("rules", __name__)
@@ -28,6 +30,24 @@ def create():
     rule = services().store.create_rule(validate_rule(body))
     code = 201 if flask.g.api_version >= (1, 6) else 200
     return _with_links(rule), code
+
+
+@blueprint.post("/v1/rules/check")
+def check():
+    """Evaluate rules against nodes' stored processed data, applying nothing (1.19)."""
+    versions.require((1, 19), "POST /v1/rules/check")
+    authorize("introspection:rule:check")
+    params.only()
+    body = schemas.validate(params.json_object(), schemas.RULES_CHECK, "rules check")
+    svc = services()
+    if "uuids" in body:
+        body = {**body, "uuids": [params.rule_uuid(uuid) for uuid in body["uuids"]]}
+    rules = rule_check.rules_of(
+        body, svc.store, lambda rule: schemas.validate(rule, schemas.RULE, "rule")
+    )
+    idents = rule_check.nodes_of(body, svc.conf.api.max_rules_check_nodes)
+    nodes = rule_check.load_nodes(map(params.node_ident, idents), svc.store, svc.ironic)
+    return {"nodes": rule_check.check(svc.conf, rules, nodes)}
 
 
 @blueprint.get("/v1/rules")

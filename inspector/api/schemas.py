@@ -62,9 +62,22 @@ RULE = {
     },
 }
 
+#: POST /v1/rules/check (1.19): rules (each then checked as RULE) or stored rule uuids,
+#: and one node or several (uuid or name).
+RULES_CHECK = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "rules": {"type": "array", "minItems": 1, "items": {"type": "object"}},
+        "uuids": {"type": "array", "minItems": 1, "items": {"type": "string"}},
+        "node": {"type": "string", "minLength": 1},
+        "nodes": {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1}},
+    },
+}
+
 _VALIDATORS = {
     id(schema): (validators.validator_for(schema)(schema), fast_check(schema))
-    for schema in (START, CONTINUE, REAPPLY, RULE)
+    for schema in (START, CONTINUE, REAPPLY, RULE, RULES_CHECK)
 }
 
 

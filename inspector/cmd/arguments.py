@@ -32,7 +32,17 @@ def runs(module: str, function: str) -> Run:
 
 def add_commands(commands) -> None:
     """Every command, on the subparsers `commands` of the `inspector` parser."""
-    for add in (_services, _pxe_filter, _db, _config, _status, _history, _firewall):
+    for add in (
+        _services,
+        _pxe_filter,
+        _db,
+        _config,
+        _status,
+        _history,
+        _firewall,
+        _rules,
+        _report,
+    ):
         add(commands)
 
 
@@ -173,3 +183,50 @@ def _firewall(commands) -> None:
         help="close this host's PXE service now (e.g. ExecStopPost of the worker's unit)",
     )
     close.set_defaults(run=runs("firewall_cmd", "run_close"))
+
+
+def _rules(commands) -> None:
+    rules = commands.add_parser("rules", help="introspection rules")
+    actions = rules.add_subparsers(dest="rules_command", required=True, metavar="ACTION")
+    check = actions.add_parser(
+        "check",
+        help="evaluate the rules of FILE against nodes' stored processed data and their "
+        "Ironic nodes, applying nothing: which match and why, what they would do",
+    )
+    check.add_argument(
+        "file",
+        metavar="FILE",
+        help='a rule as POST /v1/rules takes it, a list, or {"rules": [...]}',
+    )
+    check.add_argument(
+        "--node",
+        required=True,
+        action="append",
+        metavar="NODE",
+        help="a node UUID or name (repeatable, up to [api] max_rules_check_nodes)",
+    )
+    check.add_argument("--json", action="store_true", help="print the check as JSON")
+    check.set_defaults(run=runs("rules_cmd", "run_check"))
+
+
+#: The categories of `inspector report --by` (inspector.processing.hardware_report).
+REPORT_CATEGORIES = ("system", "firmware", "cpu", "memory", "disks", "nics", "pci")
+
+
+def _report(commands) -> None:
+    report = commands.add_parser(
+        "report",
+        help="the fleet hardware report: every node's stored processed data grouped by a "
+        "category, with how many nodes of each group changed at their last introspection",
+    )
+    report.add_argument(
+        "--by", choices=REPORT_CATEGORIES, default="system", help="the category (default system)"
+    )
+    report.add_argument("--nodes", action="store_true", help="list each group's nodes")
+    formats = report.add_mutually_exclusive_group()
+    formats.add_argument("--json", action="store_true", help="print the report as JSON")
+    formats.add_argument("--csv", action="store_true", help="print the report as CSV")
+    report.add_argument(
+        "--plot", metavar="FILE.png", help="also draw a bar chart per group (needs matplotlib)"
+    )
+    report.set_defaults(run=runs("report_cmd", "run_report"))

@@ -57,4 +57,13 @@ OPTS = [
         "4 + [database] connect_timeout 2 + max(socket_timeout, statement_timeout) 3 "
         "= 9 s, under ironic-python-agent's 30 s and a 10 s budget.",
     ),
+    cfg.IntOpt(
+        "max_rules_check_nodes",
+        default=100,
+        min=1,
+        max=10000,
+        help="Most nodes one rules check (POST /v1/rules/check, `inspector rules check`) "
+        "evaluates rules against; more: 400. Each node costs an Ironic call and a read "
+        "of its processed data, within [api] request_timeout. Not in ironic-inspector.",
+    ),
 ]

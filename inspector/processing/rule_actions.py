@@ -255,15 +255,26 @@ ACTIONS: dict[str, Action] = {
 }
 
 
-def run(action: dict[str, Any], context: ProcessingContext, sources: dict[str, Any]) -> None:
-    """Format the action's values from sources ({"data", "node"}) and record the action."""
-    name = action.get("action")
-    handler = ACTIONS.get(name)
-    if handler is None:
-        raise ProcessingError(f"unknown action {name!r}")
-    params = {
+def formatted(action: dict[str, Any], sources: dict[str, Any]) -> dict[str, Any]:
+    """The action's parameters, those of FORMATTED_PARAMS formatted from sources
+    ({"data", "node"}), as the action will get them."""
+    return {
         key: render(value, sources) if key in FORMATTED_PARAMS else value
         for key, value in action.items()
         if key != "action"
     }
-    handler(params, context, sources["node"])
+
+
+def run(action: dict[str, Any], context: ProcessingContext, sources: dict[str, Any]) -> None:
+    """Format the action's values from sources ({"data", "node"}) and record the action."""
+    record(action.get("action"), formatted(action, sources), context, sources["node"])
+
+
+def record(
+    name: Any, params: dict[str, Any], context: ProcessingContext, node_doc: dict[str, Any]
+) -> None:
+    """Record the action `name` with its formatted params into context.changes."""
+    handler = ACTIONS.get(name)
+    if handler is None:
+        raise ProcessingError(f"unknown action {name!r}")
+    handler(params, context, node_doc)

@@ -209,18 +209,29 @@ def check(
     sources: dict[str, Any],
     tick: Callable[[], None] = lambda: None,
 ) -> bool:
-    """Whether the condition holds. `invert` applies to each value before `multiple`
-    combines them; a field with no value makes every op but is-empty false. `tick` is
-    called after each value is tested (the evaluation's time bound raises from it)."""
+    """Whether the condition holds (see outcome)."""
+    return outcome(condition, sources, tick)[0]
+
+
+def outcome(
+    condition: dict[str, Any],
+    sources: dict[str, Any],
+    tick: Callable[[], None] = lambda: None,
+) -> tuple[bool, list[Any]]:
+    """Whether the condition holds, and the values its field found. `invert` applies to
+    each value before `multiple` combines them; a field with no value makes every op but
+    is-empty false. `tick` is called after each value is tested (the evaluation's time
+    bound raises from it)."""
     op = condition.get("op")
     test = OPS.get(op)
     if test is None:
         raise ProcessingError(f"unknown condition op {op!r}")
-    values = field_values(condition["field"], sources)
+    found = field_values(condition["field"], sources)
     tick()
+    values = found
     if not values:
         if op != "is-empty":
-            return False
+            return False, found
         values = [None]
     invert = bool(condition.get("invert", False))
 
@@ -232,9 +243,9 @@ def check(
     results = (tested(value) for value in values)
     multiple = condition.get("multiple") or "any"
     if multiple == "first":
-        return next(results)
+        return next(results), found
     if multiple == "all":
-        return all(results)
+        return all(results), found
     if multiple == "any":
-        return any(results)
+        return any(results), found
     raise ProcessingError(f"unknown multiple {multiple!r}")

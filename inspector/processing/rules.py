@@ -5,8 +5,10 @@ inspector.store.rules.
 """
 
 import dataclasses
+import enum
 import logging
 import time
+import typing
 from collections.abc import Callable
 from typing import Any
 
@@ -33,7 +35,7 @@ class RulesTimeout(ProcessingError):
     """The rules of one node ran past [processing] rules_evaluation_timeout."""
 
 
-class _Deadline:
+class Deadline:
     """[processing] rules_evaluation_timeout from the evaluation's start, on `clock`;
     check() raises RulesTimeout naming the rule being evaluated once it has passed."""
 
@@ -69,18 +71,95 @@ def _patterns(rule: dict[str, Any]) -> None:
                 raise ProcessingError(f"{_where(index, condition)}: {exc}") from None
 
 
-def _matches(rule: dict[str, Any], sources: dict[str, Any], deadline: _Deadline) -> bool:
+class Outcome(enum.StrEnum):
+    """What became of one rule on one node."""
+
+    OUT_OF_SCOPE = "out of scope"
+    NOT_MATCHED = "not matched"
+    MATCHED = "matched"
+
+
+class Seen(typing.NamedTuple):
+    """One condition as the rules check saw it."""
+
+    index: int
+    found: list[Any]
+    holds: bool
+    #: Why it could not be tested, after an earlier condition already failed (processing
+    #: stops before it; reaching it, the rule would fail instead).
+    error: str | None = None
+
+
+@dataclasses.dataclass
+class Trace:
+    """What the evaluation of one rule saw, for the rules check: each condition tested,
+    each action as formatted."""
+
+    conditions: list[Seen] = dataclasses.field(default_factory=list)
+    actions: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+
+
+def _matches(
+    rule: dict[str, Any], sources: dict[str, Any], deadline: Deadline, trace: Trace | None
+) -> bool:
+    """Whether every condition holds; the first that does not ends it, unless a trace
+    is kept: then every condition is tested and recorded."""
     _patterns(rule)
+    matched = True
     for index, condition in enumerate(rule.get("conditions") or ()):
         try:
-            holds = rule_conditions.check(condition, sources, deadline.check)
+            holds, found = rule_conditions.outcome(condition, sources, deadline.check)
         except RulesTimeout:
             raise
         except ProcessingError as exc:
-            raise ProcessingError(f"{_where(index, condition)}: {exc}") from None
-        if not holds:
+            if trace is None or matched:  # processing gets here: the rule fails
+                raise ProcessingError(f"{_where(index, condition)}: {exc}") from None
+            trace.conditions.append(Seen(index, [], False, exc.message))
+            continue
+        if trace is not None:
+            trace.conditions.append(Seen(index, found, holds))
+        elif not holds:
             return False
-    return True
+        matched = matched and holds
+    return matched
+
+
+def run_rule(
+    rule: dict[str, Any],
+    context: ProcessingContext,
+    sources: dict[str, Any],
+    deadline: Deadline,
+    trace: Trace | None = None,
+) -> Outcome:
+    """One rule on the node: its scope, its conditions, then (when they all hold) its
+    actions recorded into context.changes, in order. The one evaluation of a rule, for
+    processing and for the rules check (which keeps a `trace` and applies nothing).
+
+    Raises ProcessingError naming the rule (a fail action, an action that cannot be
+    recorded, a broken condition, a pattern RE2 refuses), or RulesTimeout."""
+    if not applies(rule, context.node):
+        return Outcome.OUT_OF_SCOPE
+    deadline.rule = rule
+    try:
+        if not _matches(rule, sources, deadline, trace):
+            return Outcome.NOT_MATCHED
+        for action in rule["actions"]:
+            params = rule_actions.formatted(action, sources)
+            if trace is not None:
+                trace.actions.append({"action": action.get("action"), **params})
+            rule_actions.record(action.get("action"), params, context, sources["node"])
+            deadline.check()
+    except RulesTimeout:
+        raise
+    except ProcessingError as exc:
+        raise ProcessingError(f"Introspection rule {_name(rule)} failed: {exc}") from exc
+    return Outcome.MATCHED
+
+
+def sources_of(context: ProcessingContext) -> dict[str, Any]:
+    """What conditions and formatting read: the data and the node, as they were before
+    any rule ran (actions record changes and modify neither)."""
+    return {"data": context.data, "node": dataclasses.asdict(context.node)}
 
 
 def evaluate(
@@ -92,34 +171,26 @@ def evaluate(
     """Run the actions of every rule that applies to the node and matches, in the given
     (creation) order; the uuids of those rules.
 
-    Conditions see the data and the node as they were before any rule ran: actions record
-    changes and modify neither. The first error (a fail action, an action that cannot be
-    recorded, a broken condition, a pattern RE2 refuses) stops the evaluation with a
-    ProcessingError naming the rule; what earlier rules recorded stays in context.changes,
-    for the caller to drop. So does RulesTimeout, once the evaluation has taken longer
-    than [processing] rules_evaluation_timeout on `clock`: it is checked after each value
-    a condition tests, each condition and each action.
+    The first error (a fail action, an action that cannot be recorded, a broken
+    condition, a pattern RE2 refuses) stops the evaluation with a ProcessingError naming
+    the rule; what earlier rules recorded stays in context.changes, for the caller to
+    drop. So does RulesTimeout, once the evaluation has taken longer than [processing]
+    rules_evaluation_timeout on `clock`: it is checked after each value a condition
+    tests, each condition and each action.
     """
     node_uuid = context.node.uuid
-    sources = {"data": context.data, "node": dataclasses.asdict(context.node)}
-    deadline = _Deadline(context.conf.processing.rules_evaluation_timeout, clock)
+    sources = sources_of(context)
+    deadline = Deadline(context.conf.processing.rules_evaluation_timeout, clock)
     ran = []
     for rule in rules:
-        if not applies(rule, context.node):
-            LOG.debug("[node %s] rule %s: out of scope", node_uuid, _name(rule))
-            continue
-        deadline.rule = rule
-        try:
-            if not _matches(rule, sources, deadline):
-                LOG.debug("[node %s] rule %s: conditions not met", node_uuid, _name(rule))
-                continue
-            LOG.info("[node %s] rule %s matched, running its actions", node_uuid, _name(rule))
-            for action in rule["actions"]:
-                rule_actions.run(action, context, sources)
-                deadline.check()
-        except RulesTimeout:
-            raise
-        except ProcessingError as exc:
-            raise ProcessingError(f"Introspection rule {_name(rule)} failed: {exc}") from exc
-        ran.append(rule["uuid"])
+        outcome = run_rule(rule, context, sources, deadline)
+        LOG.log(
+            logging.INFO if outcome == Outcome.MATCHED else logging.DEBUG,
+            "[node %s] rule %s: %s",
+            node_uuid,
+            _name(rule),
+            outcome.value,
+        )
+        if outcome == Outcome.MATCHED:
+            ran.append(rule["uuid"])
     return ran

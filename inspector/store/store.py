@@ -9,6 +9,7 @@ transactions are `access`'s. No module-level instance: build one from the config
 """
 
 import json
+from collections.abc import Iterator
 
 from oslo_config import cfg
 from sqlalchemy.engine import Engine
@@ -22,6 +23,7 @@ from inspector.store import (
     lookup,
     nodes,
     outbox,
+    reports,
     requests,
     rules,
     singletons,
@@ -182,6 +184,12 @@ class Store(History):
             return []
         with self.session() as session:
             return rules.full(session, uuids)
+
+    def processed_data(self, *, names: bool = False) -> Iterator[tuple[str, str | None, dict]]:
+        """Every node's (uuid, name, processed data), streamed (reports.processed); in a
+        transaction (a server-side cursor needs one), rolled back at the end."""
+        with self._guarded(), self.engine.connect() as connection:
+            yield from reports.processed(connection, names=names)
 
     # -- Core and ORM queries: requests, the API's lists, lookup attributes, rules ------
 

@@ -59,12 +59,15 @@ class AllInOne:
 
 
 @contextlib.contextmanager
-def inspector_all(tmp_path: pathlib.Path, ironic_url: str):
+def inspector_all(tmp_path: pathlib.Path, ironic_url: str, database_url: str | None = None):
+    """`inspector all` on SQLite under tmp_path, or on `database_url`."""
     port = free_port()
     config = tmp_path / "inspector.conf"
+    database = {"database": {"connection": database_url}} if database_url else {}
     config.write_text(
         render_config(
             {
+                **database,
                 "DEFAULT": {
                     "state_path": tmp_path / "state",
                     "listen_address": "127.0.0.1",
