@@ -1,7 +1,8 @@
 """Two introspections of one node through the real API, worker, PostgreSQL, RabbitMQ and
 Ironic, with the large real-format payload: the history lists both, the drift has exactly
 the three changes made (a disk replaced, a NIC added, the BIOS updated), a rule from
-docs/processing.md sets its trait in Ironic, and the drift notification is sent."""
+docs/processing.md sets its trait in Ironic, the fleet report counts the node as changed,
+and the drift notification is sent."""
 
 import copy
 
@@ -90,6 +91,13 @@ def test_two_introspections_make_a_history_and_a_drift(deployment, ironic_api):
     assert older.json()["drift"]["base"] is None and older.json()["drift"]["changes"] == []
     traits = ironic_api.request("GET", f"/nodes/{node}/traits")["traits"]
     assert "CUSTOM_HARDWARE_CHANGED" in traits
+    # The fleet report counts the node as changed at its last introspection, in the group
+    # of its new BIOS.
+    report = requests.get(
+        f"{deployment.url}/v1/report/hardware?by=firmware&nodes=true", headers=V19, timeout=10
+    ).json()
+    [group] = [g for g in report["groups"] if g["key"]["version"] == "1.2.4"]
+    assert group["changed"] == 1 and group["nodes"] == 1, group
     wait_for(
         lambda: any(
             "Notification baremetal_introspection.drift" in process.log_text()
