@@ -248,7 +248,7 @@ def test_wheel_installed_alone_serves_inspector_all(dist, tmp_path):
                 time.sleep(0.2)  # polling with a deadline
         assert answer is not None, log.read_text()
         assert answer.status_code == 200
-        assert answer.json()["versions"][0]["id"] == "1.18"
+        assert answer.json()["versions"][0]["id"] == "1.19"
     finally:
         os.killpg(process.pid, signal.SIGTERM)
         try:
