@@ -55,10 +55,15 @@ def problems(conf: cfg.ConfigOpts) -> list[str]:
                 "introspection from Inspector's database, and [database] connection is "
                 "not set: set it to the workers' database, or whitelist_source = ironic"
             )
-    elif not conf.firewall.whitelist_sync_period and not conf.firewall.ironic_topic:
+    elif not (
+        conf.firewall.whitelist_sync_period
+        or conf.firewall.inspection_poll_interval
+        or conf.firewall.ironic_topic
+    ):
         found.append(
-            "[firewall] whitelist_sync_period = 0 and no [firewall] ironic_topic: "
-            "nothing would tell the firewall which nodes Ironic inspects; set either"
+            "[firewall] whitelist_sync_period = 0, inspection_poll_interval = 0 and no "
+            "[firewall] ironic_topic: nothing would tell the firewall which nodes Ironic "
+            "inspects; set one"
         )
     # Ironic's ports are the blacklist whatever the whitelist's source.
     problem = LazyIronic(conf).check()

@@ -118,20 +118,21 @@ class FirewallManager(Reporting):
         fetch: Callable[[], Mapping[str, Iterable[str]]],
         period: float,
         *,
-        leader_period: float | None = None,
+        leader_period: float | Callable[[], float] | None = None,
         outages: Outages | None = None,
         service: str = "",
     ) -> None:
         """Poll `fetch` into `target` every `period` seconds (0: never); the whitelist
         only while this process leads. A source the leader needs before it opens (Ironic's
-        nodes under inspection) gives `leader_period`, its period while leading, and is
-        polled at each election (even with both periods 0). `service` names the backend
-        for `outages`."""
+        nodes under inspection) gives `leader_period`, its period while leading (or a
+        callable saying it, looked at every second), and is polled at each election (even
+        with both periods 0). `service` names the backend for `outages`."""
         if period <= 0 and leader_period is None:
             return
         every: float | Callable[[], float] = period
         if leader_period is not None:
-            every = lambda: leader_period if self.is_leader() else period  # noqa: E731
+            leading = leader_period if callable(leader_period) else lambda: leader_period
+            every = lambda: leading() if self.is_leader() else period  # noqa: E731
         leader_only = target is self.whitelist
         poller = Poller(
             target,

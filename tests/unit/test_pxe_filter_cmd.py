@@ -50,8 +50,8 @@ def test_a_configuration_that_works_has_no_problem(tmp_path):
         ),
         ({"ironic": {"auth_type": "", "endpoint_override": ""}}, "[ironic]"),
         (
-            {"firewall": {"whitelist_sync_period": 0}},
-            "[firewall] whitelist_sync_period = 0 and no [firewall] ironic_topic",
+            {"firewall": {"whitelist_sync_period": 0, "inspection_poll_interval": 0}},
+            "[firewall] whitelist_sync_period = 0, inspection_poll_interval = 0 and no",
         ),
     ],
 )

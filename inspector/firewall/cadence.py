@@ -1,0 +1,48 @@
+"""How often the firewall leader reconciles Ironic's nodes under inspection: fast while
+no Ironic notification was heard lately (none configured, Ironic sends none, the bus is
+down), slow while they flow. Owns that choice; must not poll (the Poller does)."""
+
+import time
+from collections.abc import Callable
+
+
+class Cadence:
+    """The leader's period between two reconciles, as a Poller's `period()`.
+
+    `slow`: [firewall] whitelist_sync_period, the period while notifications flow (0:
+    none, notifications alone). `fast`: [firewall] inspection_poll_interval, the period
+    while none was heard within `quiet` seconds (0: never fast). `heard()` records one."""
+
+    def __init__(
+        self,
+        slow: float,
+        fast: float,
+        quiet: float,
+        *,
+        listening: bool,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.slow = slow
+        self.fast = fast
+        self.quiet = quiet
+        #: Whether Ironic's notifications are listened to at all ([firewall] ironic_topic).
+        self.listening = listening
+        self.clock = clock
+        self._heard_at: float | None = None
+
+    def heard(self) -> None:
+        """An Ironic notification arrived."""
+        self._heard_at = self.clock()
+
+    def is_notified(self) -> bool:
+        """Whether Ironic's notifications flow: one heard within `quiet` seconds."""
+        return (
+            self.listening
+            and self._heard_at is not None
+            and self.clock() - self._heard_at < self.quiet
+        )
+
+    def __call__(self) -> float:
+        if self.fast <= 0 or self.is_notified():
+            return self.slow
+        return min(self.fast, self.slow) if self.slow > 0 else self.fast
