@@ -6,9 +6,11 @@ into the firewall's lists (ironic_source's IronicInspections does).
 
 import dataclasses
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from inspector.broker.announcements import PORTS
 from inspector.errors import ServiceUnavailable
 from inspector.lifecycle import Outages
 
@@ -47,44 +49,91 @@ def asking(outages: Outages | None, listing: Callable[[], Any]) -> Any:
 
 class PortListing:
     """Every port Ironic has, one paginated listing with `fields=` cut to what the filter
-    needs: the blacklist's poll, in every process every [firewall] blacklist_sync_period,
-    and the first one a process needs before it may open.
+    needs: the blacklist's poll every [firewall] blacklist_sync_period, and the first one
+    a process needs before it may open.
 
     Ironic's costliest listing (its API loads each port's node: about 0.25 s of Ironic's
     CPU per 1,000 ports on the test machine, whatever `fields` says), so it runs on a
-    thread of its own, apart from the reconcile of the nodes under inspection. A Poller's
-    source (call) and target (`name`, `clock`, `replace`): the listing replaces the view's
-    ports itself, under a lock, so two never run at once and an election waits for the
-    one in flight instead of starting another."""
+    thread of its own, apart from the reconcile of the nodes under inspection, and once
+    per period for the whole cluster: the leader lists and `share`s the result on the
+    firewall channel; a follower that heard it within the period (`hear`) skips its own
+    turn, and lists by itself only when the leader's listings stop reaching it (no
+    channel, a leader gone). A Poller's source (call) and target (`name`, `clock`,
+    `replace`): the listing replaces the view's ports itself, under a lock, so two never
+    run at once and an election waits for the one in flight instead of starting another."""
 
     name = "Ironic ports"
 
-    def __init__(self, view: "IronicInspections", ironic, outages: Outages | None = None):
+    def __init__(
+        self,
+        view: "IronicInspections",
+        ironic,
+        outages: Outages | None = None,
+        *,
+        period: float = 0.0,
+        leading: Callable[[], bool] = lambda: False,
+        share: Callable[[str, dict], None] | None = None,
+    ) -> None:
         self.view = view
         self.ironic = ironic
         self.outages = outages
         self.clock = view.clock
+        #: [firewall] blacklist_sync_period: how old a set may be when a leader opens.
+        self.period = period
+        self.leading = leading
+        self.share = share
+        #: Listings of every port this process made (each costs Ironic the most).
+        self.listings = 0
         self._lock = threading.Lock()
+        self._heard_at: float | None = None  # the leader's last listing heard (clock)
+        self._ports_at: float | None = None  # the ports last replaced (clock)
 
     def __call__(self) -> bool:
-        """List now; True when the firewall's lists changed."""
+        """List now, unless this process follows and heard the leader's listing within
+        the period (and a half: the two periods are not aligned); True when the
+        firewall's lists changed."""
+        if not self.leading() and self._is_recent(self._heard_at, 1.5 * self.period):
+            return False
         with self._lock:
             return self._list()
 
     def ensure(self) -> bool:
-        """List unless a listing already replaced the view's ports (a new leader's first
-        reconcile: it waits for a first listing in flight, never for a later one); True
-        when the lists changed."""
-        if self.view.has_ports:
+        """List unless the view's ports are no older than one period (a new leader's
+        first reconcile: it waits for a first listing in flight, never for a later one);
+        True when the lists changed."""
+        if self._is_fresh():
             return False
         with self._lock:
-            return False if self.view.has_ports else self._list()
+            return False if self._is_fresh() else self._list()
 
     def replace(self, changed: bool, started: float) -> bool:
         return changed
 
+    def hear(self, event_type: str, payload: dict) -> None:
+        """A channel handler: the leader's listing (PORTS) replaces a follower's ports,
+        as if it had listed them itself when the leader did."""
+        if event_type != PORTS or self.leading():
+            return
+        ports = payload.get("ports")
+        if not isinstance(ports, dict):
+            return
+        age = max(0.0, time.time() - float(payload.get("listed_at") or time.time()))
+        started = self.clock() - age
+        snapshot = {uuid: (node, mac) for uuid, (node, mac) in ports.items()}
+        self._heard_at = self._ports_at = self.clock()
+        if self.view.replace(Snapshot(None, snapshot), started):
+            self.view.on_change()
+
+    def _is_fresh(self) -> bool:
+        if self.period <= 0:
+            return self.view.has_ports
+        return self.view.has_ports and self._is_recent(self._ports_at, self.period)
+
+    def _is_recent(self, moment: float | None, within: float) -> bool:
+        return moment is not None and within > 0 and self.clock() - moment <= within
+
     def _list(self) -> bool:
-        started = self.clock()
+        started, listed_at = self.clock(), time.time()
         ports = asking(
             self.outages,
             lambda: {
@@ -92,6 +141,10 @@ class PortListing:
                 for port in self.ironic.iter_ports(page_size=PAGE, fields=())
             },
         )
+        self.listings += 1
+        self._ports_at = started
+        if self.share is not None and self.leading():
+            self.share(PORTS, {"ports": ports, "listed_at": listed_at})
         return self.view.replace(Snapshot(None, ports), started)
 
 

@@ -218,9 +218,10 @@ def attach(firewall, ironic, conf: cfg.ConfigOpts, channel=None, **watch: Any) -
     inspection reconciled while leading (and at each election, before the leader opens)
     at the Cadence's period: [firewall] inspection_poll_interval while no Ironic
     notification was heard lately, whitelist_sync_period while they flow; every port
-    listed every blacklist_sync_period in every process, on a thread of its own (a new
-    leader opens with the ports it kept current as a follower, or lists them first if it
-    never did); Ironic's notifications from `channel` (not yet started); unknown MACs as
+    listed every blacklist_sync_period by the leader, on a thread of its own, and shared
+    on `channel` with the followers, which list by themselves only when it stops
+    reaching them (a new leader opens with ports no older than one period, or lists them
+    first); Ironic's notifications from `channel` (not yet started); unknown MACs as
     ironic-pxe-filter. `watch` goes to firewall.watch."""
     group = conf.firewall
     cadence = Cadence(
@@ -234,7 +235,14 @@ def attach(firewall, ironic, conf: cfg.ConfigOpts, channel=None, **watch: Any) -
     )
     firewall.allow_unknown = view.allows_unknown
     outages = watch.get("outages")
-    ports = PortListing(view, ironic, outages)
+    ports = PortListing(
+        view,
+        ironic,
+        outages,
+        period=group.blacklist_sync_period,
+        leading=firewall.is_leader,
+        share=None if channel is None else channel.publish,
+    )
     firewall.watch(ports, ports, group.blacklist_sync_period, **watch)
     firewall.watch(
         view,
@@ -245,4 +253,5 @@ def attach(firewall, ironic, conf: cfg.ConfigOpts, channel=None, **watch: Any) -
     )
     if channel is not None:
         channel.subscribe(view)
+        channel.subscribe(ports.hear)
     return view

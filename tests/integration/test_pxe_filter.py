@@ -65,9 +65,15 @@ INSPECTING = ("inspecting", "inspect wait")
 
 
 @pytest.fixture(scope="module")
-def ironic(rabbitmq_server, tmp_path_factory):
+def ironic_dir(tmp_path_factory):
+    """The private Ironic's directory: its log (ironic/ironic.log) records each request."""
+    return tmp_path_factory.mktemp("ironic")
+
+
+@pytest.fixture(scope="module")
+def ironic(rabbitmq_server, ironic_dir):
     """(URL, notifications topic) of a private notifying Ironic."""
-    with notifying_ironic(rabbitmq_server, tmp_path_factory.mktemp("ironic")) as started:
+    with notifying_ironic(rabbitmq_server, ironic_dir) as started:
         yield started
 
 
@@ -372,6 +378,45 @@ def test_without_notifications_the_leader_polls_the_inspected_nodes_every_second
         assert max(after) < POLLED and statistics.median(after) < 1.0
         assert max(gone) < POLLED
         assert filters.in_place() is leader
+
+
+def _port_listings(ironic_dir) -> int:
+    """The listings of every port Ironic answered so far (its log's access lines)."""
+    log = (ironic_dir / "ironic" / "ironic.log").read_text(errors="replace")
+    return log.count("GET /v1/ports?fields=uuid%2Cnode_uuid%2Caddress")
+
+
+def test_only_the_leader_lists_the_ports_the_others_follow_its_listing(
+    tmp_path, lab, api, ironic, ironic_dir, rabbitmq_server, redis_server
+):
+    node, _ = enrolled(api)
+    period = 2.0
+    sections = {"firewall": {"ironic_topic": "", "blacklist_sync_period": period}}
+    with pxe_filters(tmp_path, lab, ironic, rabbitmq_server, redis_server, **sections) as filters:
+        mac = IronicAPI.new_mac()
+        port = api.request("POST", "/ports", {"node_uuid": node["uuid"], "address": mac})
+        wait_for(
+            lambda: all(mac in listed(host, DRIVER, "blacklist") for host in lab.hosts),
+            2 * period + 2,
+            0.1,
+            lambda: f"{mac} blacklisted on every host\n{filters.logs()}",
+        )
+        began, before = time.monotonic(), _port_listings(ironic_dir)
+        api.request("DELETE", f"/ports/{port['uuid']}")
+        wait_for(
+            lambda: all(mac not in listed(host, DRIVER, "blacklist") for host in lab.hosts),
+            2 * period + 2,
+            0.1,
+            lambda: f"{mac} gone from every host\n{filters.logs()}",
+        )
+        wait_for(lambda: time.monotonic() - began > 2 * period, 3 * period, 0.1, "two periods")
+        listings = _port_listings(ironic_dir) - before
+        elapsed = time.monotonic() - began
+        print(f"{listings} listings of every port in {elapsed:.1f} s by {len(lab.hosts)} hosts")
+        # One host listing each period (its clock is not ours: one more at the edges);
+        # every host listing would make about three times as many.
+        assert 1 <= listings <= elapsed / period + 1, filters.logs()
+        assert filters.in_place() is not None
 
 
 def test_ironic_down_the_firewall_stays_for_the_outage_budget_then_closes(
