@@ -19,6 +19,7 @@ from inspector.cmd.elections import Elections
 from inspector.coordination import backends as dlm
 from inspector.errors import ConfigError
 from inspector.firewall import manager
+from inspector.firewall.metrics import FilterMetrics
 from inspector.ironic.lazy import LazyIronic
 from inspector.lifecycle import Lifecycle
 
@@ -86,6 +87,17 @@ def check(conf: cfg.ConfigOpts) -> None:
         )
 
 
+def serve_metrics(conf: cfg.ConfigOpts, firewall: manager.FirewallManager) -> FilterMetrics:
+    """The filter's metrics, told of what the firewall does and served on [metrics]
+    pxe_filter_listen_address and pxe_filter_listen_port."""
+    metrics = FilterMetrics()
+    metrics.status, metrics.leading = firewall.status, firewall.is_leader
+    firewall.observer = metrics
+    group = conf.metrics
+    metrics.serve(group.pxe_filter_listen_address, group.pxe_filter_listen_port)
+    return metrics
+
+
 def run(_args, argv) -> int:
     conf = config.load(argv, conf=config.build())
     setup_logging(conf)
@@ -95,6 +107,8 @@ def run(_args, argv) -> int:
     with contextlib.ExitStack() as stack:
         firewall = wiring.closed_firewall(conf, lifecycle)
         stack.callback(firewall.stop)
+        if conf.metrics.pxe_filter_listen_port:
+            stack.callback(serve_metrics(conf, firewall).stop)
         budget = wiring.outages(conf, lifecycle)
         db = None
         if conf.pxe_filter.whitelist_source == "inspector":

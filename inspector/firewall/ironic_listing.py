@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from inspector.broker.announcements import PORTS
 from inspector.errors import ServiceUnavailable
+from inspector.firewall.observer import Observer, moment
 from inspector.lifecycle import Outages
 
 if TYPE_CHECKING:
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
 INSPECTING = ("inspect wait", "inspecting")
 #: Items per page of a reconcile's listings (Ironic's default [api] max_limit).
 PAGE = 1000
+#: What the reconcile asks of each node under inspection (and its uuid).
+FIELDS = ("inspect_interface", "provision_updated_at")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,6 +36,8 @@ class Snapshot:
     #: Port UUID -> (node UUID, MAC), every port Ironic has; None: the ports were not
     #: listed (those known from the last listing and the notifications stand).
     ports: Mapping[str, tuple[str, str]] | None
+    #: Node UUID -> when its provision state changed (epoch seconds), where Ironic says.
+    since: Mapping[str, float] = dataclasses.field(default_factory=dict)
 
 
 def asking(outages: Outages | None, listing: Callable[[], Any]) -> Any:
@@ -73,6 +78,7 @@ class PortListing:
         period: float = 0.0,
         leading: Callable[[], bool] = lambda: False,
         share: Callable[[str, dict], None] | None = None,
+        observer: Observer | None = None,
     ) -> None:
         self.view = view
         self.ironic = ironic
@@ -82,6 +88,7 @@ class PortListing:
         self.period = period
         self.leading = leading
         self.share = share
+        self.observer = observer or Observer()
         #: Listings of every port this process made (each costs Ironic the most).
         self.listings = 0
         self._lock = threading.Lock()
@@ -142,6 +149,7 @@ class PortListing:
             },
         )
         self.listings += 1
+        self.observer.polled("ports", self.clock() - started)
         self._ports_at = started
         if self.share is not None and self.leading():
             self.share(PORTS, {"ports": ports, "listed_at": listed_at})
@@ -154,26 +162,30 @@ def reconcile(
     outages: Outages | None = None,
     *,
     ports: PortListing | None = None,
+    observer: Observer | None = None,
 ) -> Callable[[], Snapshot]:
     """The whitelist's reconcile: the nodes in each inspection state, each a paginated
     listing filtered by Ironic with `fields=` cut to what the filter needs (never a call
     per node; a few milliseconds at 10,000 nodes). When this process has not listed the
     ports yet (`ports`), that listing first: a leader opens knowing every port."""
     wanted = frozenset(interfaces)
+    observer = observer or Observer()
 
     def fetch() -> Snapshot:
         if ports is not None and ports.ensure():
             ports.view.on_change()
-        return Snapshot(asking(outages, _inspecting), None)
+        began = time.monotonic()
+        found = asking(outages, _inspecting)
+        observer.polled("nodes", time.monotonic() - began)
+        since = {uuid: at for uuid, stamp in found.items() if (at := moment(stamp)) is not None}
+        return Snapshot(frozenset(found), None, since)
 
-    def _inspecting() -> frozenset[str]:
-        found = set()
+    def _inspecting() -> dict[str, str | None]:
+        found = {}
         for state in INSPECTING:
-            for node in ironic.iter_nodes(
-                page_size=PAGE, fields=("inspect_interface",), provision_state=state
-            ):
+            for node in ironic.iter_nodes(page_size=PAGE, fields=FIELDS, provision_state=state):
                 if node.inspect_interface in wanted:
-                    found.add(node.uuid)
-        return frozenset(found)
+                    found[node.uuid] = node.provision_updated_at
+        return found
 
     return fetch

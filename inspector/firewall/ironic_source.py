@@ -24,6 +24,7 @@ from inspector.firewall.ironic_listing import (
     Snapshot,
     reconcile,
 )
+from inspector.firewall.observer import Observer, moment
 from inspector.firewall.sources import MacList
 
 LOG = logging.getLogger(__name__)
@@ -84,6 +85,7 @@ class IronicInspections:
         discovery: bool = False,
         on_change: Callable[[], None] = lambda: None,
         cadence: Cadence | None = None,
+        observer: Observer | None = None,
     ) -> None:
         self.whitelist = whitelist
         self.blacklist = blacklist
@@ -93,6 +95,7 @@ class IronicInspections:
         self.on_change = on_change
         #: Told of every Ironic notification heard (the leader polls slowly then).
         self.cadence = cadence or Cadence(0, 0, 1, listening=False)
+        self.observer = observer or Observer()
         self._guard = threading.Lock()
         self._nodes = _Merged()  # node UUID -> True while under inspection
         self._ports = _Merged()  # port UUID -> (node UUID, MAC)
@@ -130,6 +133,8 @@ class IronicInspections:
             allowed = self.allows_unknown()
             changed = False
             if snapshot.inspecting is not None:
+                for node in snapshot.inspecting - self._nodes.values.keys():
+                    self.observer.changed(snapshot.since.get(node))
                 self._nodes.replace(dict.fromkeys(snapshot.inspecting, True), started)
             if snapshot.ports is not None:
                 self._ports.replace(snapshot.ports, started)
@@ -157,6 +162,7 @@ class IronicInspections:
         payload holds the object under "ironic_object.data"); others are ignored."""
         if event_type.startswith(IRONIC_EVENTS):
             self.cadence.heard()
+            self.observer.notification()
         data = payload.get("ironic_object.data") or {}
         if not isinstance(data, dict) or not data.get("uuid"):
             return
@@ -164,6 +170,8 @@ class IronicInspections:
             allowed = self.allows_unknown()
             if event_type.startswith(PROVISION_SET):
                 changed = self._node_state(data)
+                if changed:
+                    self.observer.changed(moment(data.get("provision_updated_at")))
             elif event_type in NODE_DELETED:
                 changed = self._node_deleted(data["uuid"])
             elif event_type in PORT_CHANGED + PORT_DELETED:
@@ -230,8 +238,14 @@ def attach(firewall, ironic, conf: cfg.ConfigOpts, channel=None, **watch: Any) -
         group.notification_quiet_period,
         listening=channel is not None and bool(group.ironic_topic),
     )
+    observer = firewall.observer
     view = IronicInspections.from_conf(
-        conf, firewall.whitelist, firewall.blacklist, on_change=firewall.wake, cadence=cadence
+        conf,
+        firewall.whitelist,
+        firewall.blacklist,
+        on_change=firewall.wake,
+        cadence=cadence,
+        observer=observer,
     )
     firewall.allow_unknown = view.allows_unknown
     outages = watch.get("outages")
@@ -242,11 +256,12 @@ def attach(firewall, ironic, conf: cfg.ConfigOpts, channel=None, **watch: Any) -
         period=group.blacklist_sync_period,
         leading=firewall.is_leader,
         share=None if channel is None else channel.publish,
+        observer=observer,
     )
     firewall.watch(ports, ports, group.blacklist_sync_period, **watch)
     firewall.watch(
         view,
-        reconcile(ironic, view.interfaces, outages, ports=ports),
+        reconcile(ironic, view.interfaces, outages, ports=ports, observer=observer),
         0,
         leader_period=cadence,
         **watch,

@@ -28,12 +28,15 @@ import urllib.parse
 import uuid
 
 import pytest
+import requests
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import IronicAPI
 from tests.integration.cluster import (
     INSPECTOR,
     ROOT,
     coordination_url,
+    free_port,
     render_config,
     running_deployment,
     start,
@@ -128,6 +131,8 @@ class Filters:
         for section, values in sections.items():
             self.sections.setdefault(section, {}).update(values)
         self.processes: dict[str, subprocess.Popen] = {}
+        #: Host address -> the port its filter serves its metrics on.
+        self.metrics_ports: dict[str, int] = {}
         self._logs: list = []
 
     def start(self, host) -> subprocess.Popen:
@@ -139,6 +144,8 @@ class Filters:
             options["pxe_filter"].update(watchdog_timeout=1, close_timeout=0)
         for section, values in self.sections.items():
             options.setdefault(section, {}).update(values)
+        port = self.metrics_ports.setdefault(host.address, free_port())
+        options["metrics"] = {"pxe_filter_listen_port": port}
         config = self.tmp_path / f"pxe-filter-{host.index}.conf"
         config.write_text(render_config(options))
         log = open(self.tmp_path / f"pxe-filter-{host.index}.log", "a")  # closed in stop()
@@ -175,6 +182,28 @@ class Filters:
         delete_queues(
             self.rabbitmq_url,
             [f"{self.channel_topic}.host{host.index}.ironic" for host in self.lab.hosts],
+        )
+
+    def metrics(self, host) -> dict[str, float]:
+        """The host's filter's metrics: sample name with its labels -> value."""
+        port = self.metrics_ports[host.address]
+        text = requests.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+        return {
+            sample.name + str(dict(sorted(sample.labels.items()))): sample.value
+            for family in text_string_to_metric_families(text)
+            for sample in family.samples
+        }
+
+    def status(self, host) -> subprocess.CompletedProcess:
+        """`inspector status` with the host's configuration (the channel's broker)."""
+        config = self.tmp_path / f"pxe-filter-{host.index}.conf"
+        return subprocess.run(
+            [*INSPECTOR, "status", "--wait", "2", "--config-file", str(config)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
         )
 
     def open_hosts(self) -> list:
@@ -378,6 +407,28 @@ def test_without_notifications_the_leader_polls_the_inspected_nodes_every_second
         assert max(after) < POLLED and statistics.median(after) < 1.0
         assert max(gone) < POLLED
         assert filters.in_place() is leader
+        _metrics_and_status_show_the_leader(filters, leader)
+
+
+def _metrics_and_status_show_the_leader(filters, leader) -> None:
+    """Each host's metrics say its role; the leader's its polls, its lag (each node's
+    entry, from provision_updated_at) and no notification; `inspector status` a line
+    for each host."""
+    metrics = {host.index: filters.metrics(host) for host in filters.lab.hosts}
+    ours = metrics[leader.index]
+    for index, samples in metrics.items():
+        role = "leader" if index == leader.index else "follower"
+        assert samples[f"inspector_pxe_filter_role{{'role': '{role}'}}"] == 1, samples
+    assert ours["inspector_pxe_filter_leader_term{}"] >= 1
+    assert ours["inspector_pxe_filter_ironic_seconds_count{'listing': 'nodes'}"] >= 2
+    assert ours["inspector_pxe_filter_notifications_total{}"] == 0
+    lags = ours["inspector_pxe_filter_lag_seconds_count{}"]
+    assert lags >= NODES and ours["inspector_pxe_filter_lag_seconds_sum{}"] / lags < POLLED
+    assert ours["inspector_pxe_filter_macs{'list': 'allowed'}"] == 0  # every node denied again
+    status = filters.status(leader)
+    rows = [line.split() for line in status.stdout.splitlines() if line.startswith("host")]
+    assert sorted(row[0] for row in rows) == ["host1", "host2", "host3"], status.stdout
+    assert sorted(row[4] for row in rows) == ["follower", "follower", "leader"], status.stdout
 
 
 def _port_listings(ironic_dir) -> int:

@@ -83,7 +83,10 @@ def _connection_for_a_reconcile(first_port_listing: bool) -> tuple[FakeConnectio
     return FakeConnection(*replies), ports
 
 
-NODE_FIELDS = {"fields": "uuid,inspect_interface", "limit": ironic_listing.PAGE}
+NODE_FIELDS = {
+    "fields": "uuid,inspect_interface,provision_updated_at",
+    "limit": ironic_listing.PAGE,
+}
 PORT_FIELDS = {"fields": "uuid,node_uuid,address", "limit": ironic_listing.PAGE}
 NODE_LISTINGS = [
     ("get", "/nodes", {"provision_state": "inspect wait", **NODE_FIELDS}),
