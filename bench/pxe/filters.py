@@ -149,7 +149,8 @@ def ours_config(
     notifications: bool = True,
 ) -> str:
     """`inspector pxe-filter`'s configuration: defaults but for the period (None:
-    the default) and what names the services."""
+    the defaults: without notifications the leader then polls the nodes under
+    inspection every second) and what names the services."""
     firewall: dict = {
         "channel_url": ironic_site.oslo_url(rabbitmq_url),
         "channel_topic": f"{topic}_firewall",  # not the tests' channel on the same broker
@@ -157,7 +158,12 @@ def ours_config(
     if notifications:
         firewall["ironic_topic"] = topic
     if period is not None:
-        firewall |= {"whitelist_sync_period": period, "blacklist_sync_period": period}
+        # Every poll at that period: the fast one without notifications included.
+        firewall |= {
+            "whitelist_sync_period": period,
+            "blacklist_sync_period": period,
+            "inspection_poll_interval": period,
+        }
     return peer.render_config(
         {
             "DEFAULT": {"host": "pxebench"},
