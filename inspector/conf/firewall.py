@@ -38,6 +38,17 @@ OPTS = [
         "whitelist_sync_period only.",
     ),
     cfg.FloatOpt(
+        "inspection_poll_max_share",
+        default=0.02,
+        min=0.0,
+        max=1.0,
+        help="Largest share of one of Ironic's cores the leader's polls every "
+        "inspection_poll_interval may take, counted as the time Ironic took to answer "
+        "the last poll: the interval stretches to that time divided by this share "
+        "(a slow or busy Ironic, many nodes under inspection at once), up to "
+        "whitelist_sync_period. 0: never stretched.",
+    ),
+    cfg.FloatOpt(
         "notification_quiet_period",
         default=60.0,
         min=1.0,

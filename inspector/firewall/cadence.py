@@ -11,7 +11,11 @@ class Cadence:
 
     `slow`: [firewall] whitelist_sync_period, the period while notifications flow (0:
     none, notifications alone). `fast`: [firewall] inspection_poll_interval, the period
-    while none was heard within `quiet` seconds (0: never fast). `heard()` records one."""
+    while none was heard within `quiet` seconds (0: never fast), stretched so that the
+    last reconcile's time (`spent`) is at most `share` of it ([firewall]
+    inspection_poll_max_share; 0: never stretched): a slow or busy Ironic, or many
+    nodes under inspection at once, is polled less often. `heard()` records a
+    notification."""
 
     def __init__(
         self,
@@ -20,11 +24,15 @@ class Cadence:
         quiet: float,
         *,
         listening: bool,
+        share: float = 0.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.slow = slow
         self.fast = fast
         self.quiet = quiet
+        self.share = share
+        #: Seconds the last reconcile took (Ironic's answers, as the leader saw them).
+        self.last_spent = 0.0
         #: Whether Ironic's notifications are listened to at all ([firewall] ironic_topic).
         self.listening = listening
         self.clock = clock
@@ -33,6 +41,10 @@ class Cadence:
     def heard(self) -> None:
         """An Ironic notification arrived."""
         self._heard_at = self.clock()
+
+    def spent(self, seconds: float) -> None:
+        """A reconcile took `seconds`."""
+        self.last_spent = seconds
 
     def is_notified(self) -> bool:
         """Whether Ironic's notifications flow: one heard within `quiet` seconds."""
@@ -45,4 +57,5 @@ class Cadence:
     def __call__(self) -> float:
         if self.fast <= 0 or self.is_notified():
             return self.slow
-        return min(self.fast, self.slow) if self.slow > 0 else self.fast
+        fast = max(self.fast, self.last_spent / self.share) if self.share > 0 else self.fast
+        return min(fast, self.slow) if self.slow > 0 else fast

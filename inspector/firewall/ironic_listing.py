@@ -163,6 +163,7 @@ def reconcile(
     *,
     ports: PortListing | None = None,
     observer: Observer | None = None,
+    spent: Callable[[float], None] = lambda seconds: None,
 ) -> Callable[[], Snapshot]:
     """The whitelist's reconcile: the nodes in each inspection state, each a paginated
     listing filtered by Ironic with `fields=` cut to what the filter needs (never a call
@@ -176,7 +177,9 @@ def reconcile(
             ports.view.on_change()
         began = time.monotonic()
         found = asking(outages, _inspecting)
-        observer.polled("nodes", time.monotonic() - began)
+        seconds = time.monotonic() - began
+        observer.polled("nodes", seconds)
+        spent(seconds)
         since = {uuid: at for uuid, stamp in found.items() if (at := moment(stamp)) is not None}
         return Snapshot(frozenset(found), None, since)
 

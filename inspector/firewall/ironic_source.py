@@ -237,6 +237,7 @@ def attach(firewall, ironic, conf: cfg.ConfigOpts, channel=None, **watch: Any) -
         group.inspection_poll_interval,
         group.notification_quiet_period,
         listening=channel is not None and bool(group.ironic_topic),
+        share=group.inspection_poll_max_share,
     )
     observer = firewall.observer
     view = IronicInspections.from_conf(
@@ -261,7 +262,14 @@ def attach(firewall, ironic, conf: cfg.ConfigOpts, channel=None, **watch: Any) -
     firewall.watch(ports, ports, group.blacklist_sync_period, **watch)
     firewall.watch(
         view,
-        reconcile(ironic, view.interfaces, outages, ports=ports, observer=observer),
+        reconcile(
+            ironic,
+            view.interfaces,
+            outages,
+            ports=ports,
+            observer=observer,
+            spent=cadence.spent,
+        ),
         0,
         leader_period=cadence,
         **watch,

@@ -75,3 +75,25 @@ def test_without_a_channel_notifications_are_not_expected(conf):
     conf.set_override("ironic_topic", "ironic_versioned_notifications", group="firewall")
     view = ironic_source.attach(Host(FakeDLM(), "host", Log()).manager, FakeIronic(), conf)
     assert not view.cadence.listening
+
+
+def test_a_slow_poll_stretches_the_fast_period_to_keep_ironics_share(clock):
+    cadence = Cadence(SLOW, FAST, QUIET, listening=False, share=0.02, clock=clock)
+    cadence.spent(0.012)  # 1.2 % of a second: the fast period holds
+    assert cadence() == FAST
+    cadence.spent(0.036)  # two listings at 10,000 nodes on a busy machine
+    assert cadence() == pytest.approx(1.8)
+    cadence.spent(0.5)  # hundreds of nodes under inspection at once: no slower than slow
+    assert cadence() == SLOW
+    cadence.spent(0.004)
+    assert cadence() == FAST
+
+
+def test_the_leaders_reconciles_tell_the_cadence_their_time(conf):
+    conf.set_override("inspection_poll_max_share", 0.5, group="firewall")
+    ironic = FakeIronic()
+    host = Host(FakeDLM(), "host", Log())
+    view = ironic_source.attach(host.manager, ironic, conf)
+    view.cadence.last_spent = 99.0
+    host.manager._whitelist_poller.poll()
+    assert 0 <= view.cadence.last_spent < 5 and view.cadence() == FAST
