@@ -21,7 +21,6 @@ import contextlib
 import os
 import re
 import signal
-import statistics
 import subprocess
 import time
 import urllib.parse
@@ -404,7 +403,9 @@ def test_without_notifications_the_leader_polls_the_inspected_nodes_every_second
         after = sorted(allowed[n] - seen[n] for n in macs)
         gone = sorted(denied[n] - left[n] for n in macs)
         print(f"notifications off: allowed after {after}, denied after {gone} (s)")
-        assert max(after) < POLLED and statistics.median(after) < 1.0
+        # Put into `inspect` together, the nodes meet the same phase of the leader's
+        # polls: one sample of it (the median over phases is bench/pxe_filter.py's).
+        assert max(after) < POLLED
         assert max(gone) < POLLED
         assert filters.in_place() is leader
         _metrics_and_status_show_the_leader(filters, leader)
