@@ -42,6 +42,18 @@ class Cadence:
         """An Ironic notification arrived."""
         self._heard_at = self.clock()
 
+    @classmethod
+    def from_conf(cls, conf, *, listening: bool) -> "Cadence":
+        """From [firewall]; `listening`: whether Ironic's notifications are listened to."""
+        group = conf.firewall
+        return cls(
+            group.whitelist_sync_period,
+            group.inspection_poll_interval,
+            group.notification_quiet_period,
+            listening=listening,
+            share=group.inspection_poll_max_share,
+        )
+
     def spent(self, seconds: float) -> None:
         """A reconcile took `seconds`."""
         self.last_spent = seconds

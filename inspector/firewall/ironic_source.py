@@ -231,13 +231,8 @@ def attach(firewall, ironic, conf: cfg.ConfigOpts, channel=None, **watch: Any) -
     reaching them (a new leader opens with ports no older than one period, or lists them
     first); Ironic's notifications from `channel` (not yet started); unknown MACs as
     ironic-pxe-filter. `watch` goes to firewall.watch."""
-    group = conf.firewall
-    cadence = Cadence(
-        group.whitelist_sync_period,
-        group.inspection_poll_interval,
-        group.notification_quiet_period,
-        listening=channel is not None and bool(group.ironic_topic),
-        share=group.inspection_poll_max_share,
+    cadence = Cadence.from_conf(
+        conf, listening=channel is not None and bool(conf.firewall.ironic_topic)
     )
     observer = firewall.observer
     view = IronicInspections.from_conf(
@@ -254,21 +249,16 @@ def attach(firewall, ironic, conf: cfg.ConfigOpts, channel=None, **watch: Any) -
         view,
         ironic,
         outages,
-        period=group.blacklist_sync_period,
+        period=conf.firewall.blacklist_sync_period,
         leading=firewall.is_leader,
         share=None if channel is None else channel.publish,
         observer=observer,
     )
-    firewall.watch(ports, ports, group.blacklist_sync_period, **watch)
+    firewall.watch(ports, ports, conf.firewall.blacklist_sync_period, **watch)
     firewall.watch(
         view,
         reconcile(
-            ironic,
-            view.interfaces,
-            outages,
-            ports=ports,
-            observer=observer,
-            spent=cadence.spent,
+            ironic, view.interfaces, outages, ports=ports, observer=observer, spent=cadence.spent
         ),
         0,
         leader_period=cadence,
