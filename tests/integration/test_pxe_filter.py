@@ -11,7 +11,10 @@ notification; a node not under inspection gets none; the ramdisk's post to Ironi
 /v1/continue_inspection takes the node back to `manageable` and its MAC is denied
 again. The open host killed with SIGKILL: another opens, the node still gets its lease,
 never two hosts answering one DISCOVER (sampled every 50 ms). Notifications off: the
-same within one sync period. Ironic unreachable: the firewall stays as it was for the
+leader polls the nodes under inspection every second (three nodes allowed, then denied,
+within 2 s of Ironic's change; each host's metrics and `inspector status` show its
+role); only the leader lists every port, the others follow its listing (Ironic's log
+counts the listings). Ironic unreachable: the firewall stays as it was for the
 outage budget, then every host closes. Last, with whitelist_source = inspector: the
 firewall of our own introspections (through our API and workers) on hosts that run no
 worker.
