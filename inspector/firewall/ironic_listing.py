@@ -61,8 +61,8 @@ class PortListing:
     CPU per 1,000 ports on the test machine, whatever `fields` says), so it runs on a
     thread of its own, apart from the reconcile of the nodes under inspection, and once
     per period for the whole cluster: the leader lists and `share`s the result on the
-    firewall channel; a follower that heard it within the period (`hear`) skips its own
-    turn, and lists by itself only when the leader's listings stop reaching it (no
+    firewall channel; a follower that heard it lately (`hear`) skips its own turn, and
+    lists by itself only when the leader's listings stop reaching it (no
     channel, a leader gone). A Poller's source (call) and target (`name`, `clock`,
     `replace`): the listing replaces the view's ports itself, under a lock, so two never
     run at once and an election waits for the one in flight instead of starting another."""
@@ -97,9 +97,9 @@ class PortListing:
 
     def __call__(self) -> bool:
         """List now, unless this process follows and heard the leader's listing within
-        the period (and a half: the two periods are not aligned); True when the
-        firewall's lists changed."""
-        if not self.leading() and self._is_recent(self._heard_at, 1.5 * self.period):
+        two periods (the leader's run one period after its last listing ended, and a
+        listing of 10,000 ports takes seconds); True when the firewall's lists changed."""
+        if not self.leading() and self._is_recent(self._heard_at, 2 * self.period):
             return False
         with self._lock:
             return self._list()

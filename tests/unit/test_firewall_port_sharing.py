@@ -78,7 +78,7 @@ def test_the_leader_lists_and_shares_followers_take_it_without_listing(ironic, c
 
 def test_a_follower_lists_by_itself_when_the_leaders_listings_stop(ironic, clock):
     _, follower, shared = listed_and_heard(ironic, clock)
-    clock.now += 1.5 * PERIOD + 0.1  # the leader died, or the channel is down
+    clock.now += 2 * PERIOD + 0.1  # the leader died, or the channel is down
     ironic.add_port(A, MAC_B)
     follower.ports()
     assert follower.ports.listings == 1 and follower.view.blacklist.macs() == {MAC_A, MAC_B}
