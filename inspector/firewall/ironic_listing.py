@@ -132,7 +132,9 @@ class PortListing:
             self.view.on_change()
 
     def _is_fresh(self) -> bool:
-        if self.period <= 0:
+        # Only a new leader's first reconcile (leading() not yet true) asks for ports no
+        # older than a period: the leader's own turn keeps them current after that.
+        if self.period <= 0 or self.leading():
             return self.view.has_ports
         return self.view.has_ports and self._is_recent(self._ports_at, self.period)
 

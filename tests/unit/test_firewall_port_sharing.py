@@ -116,3 +116,9 @@ def test_a_malformed_listing_is_ignored(ironic, clock, payload):
     follower = Host(ironic, clock, [])
     follower.ports.hear(PORTS, payload)
     assert not follower.view.has_ports
+
+
+def test_the_leaders_reconciles_leave_the_port_listing_to_its_own_turn(ironic, clock):
+    leader, _, _ = listed_and_heard(ironic, clock)
+    clock.now += 3 * PERIOD  # its turn is late: a listing of 10,000 ports takes seconds
+    assert not leader.ports.ensure() and leader.ports.listings == 1
