@@ -44,7 +44,8 @@ OPTS = [
         max=1.0,
         help="Largest share of one of Ironic's cores the leader's polls every "
         "inspection_poll_interval may take, counted as the time Ironic took to answer "
-        "the last poll: the interval stretches to that time divided by this share "
+        "the quickest of the last five polls: the interval stretches to that time "
+        "divided by this share "
         "(a slow or busy Ironic, many nodes under inspection at once), up to "
         "whitelist_sync_period. 0: never stretched.",
     ),

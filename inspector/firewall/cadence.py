@@ -2,8 +2,12 @@
 no Ironic notification was heard lately (none configured, Ironic sends none, the bus is
 down), slow while they flow. Owns that choice; must not poll (the Poller does)."""
 
+import collections
 import time
 from collections.abc import Callable
+
+#: Reconciles whose time stretches the fast period (the shortest of them counts).
+SPENT_KEPT = 5
 
 
 class Cadence:
@@ -31,8 +35,8 @@ class Cadence:
         self.fast = fast
         self.quiet = quiet
         self.share = share
-        #: Seconds the last reconcile took (Ironic's answers, as the leader saw them).
-        self.last_spent = 0.0
+        # Seconds the last reconciles took (Ironic's answers, as the leader saw them).
+        self._spent: collections.deque[float] = collections.deque(maxlen=SPENT_KEPT)
         #: Whether Ironic's notifications are listened to at all ([firewall] ironic_topic).
         self.listening = listening
         self.clock = clock
@@ -56,7 +60,13 @@ class Cadence:
 
     def spent(self, seconds: float) -> None:
         """A reconcile took `seconds`."""
-        self.last_spent = seconds
+        self._spent.append(seconds)
+
+    @property
+    def last_spent(self) -> float:
+        """The shortest of the last SPENT_KEPT reconciles' times: a busy Ironic is slow
+        every time, a CPU-starved moment of this host once."""
+        return min(self._spent, default=0.0)
 
     def is_notified(self) -> bool:
         """Whether Ironic's notifications flow: one heard within `quiet` seconds."""
