@@ -42,6 +42,7 @@ TOPIC = "pxebench_notifications"
 #: Ironic's notifications (None: the filter's default period).
 RUNS = {
     "defaults": (None, None, True),
+    "defaults polling only": (None, None, False),
     "5 s period": (5.0, 5.0, True),
     "5 s polling only": (5.0, 5.0, False),
 }

@@ -147,9 +147,12 @@ def ours_config(
     topic: str,
     period: float | None,
     notifications: bool = True,
+    host: str = "pxebench",
+    single_host: bool = True,
 ) -> str:
     """`inspector pxe-filter`'s configuration: defaults but for the period (None:
-    the default) and what names the services."""
+    the defaults: without notifications the leader then polls the nodes under
+    inspection every second) and what names the services."""
     firewall: dict = {
         "channel_url": ironic_site.oslo_url(rabbitmq_url),
         "channel_topic": f"{topic}_firewall",  # not the tests' channel on the same broker
@@ -157,10 +160,15 @@ def ours_config(
     if notifications:
         firewall["ironic_topic"] = topic
     if period is not None:
-        firewall |= {"whitelist_sync_period": period, "blacklist_sync_period": period}
+        # Every poll at that period: the fast one without notifications included.
+        firewall |= {
+            "whitelist_sync_period": period,
+            "blacklist_sync_period": period,
+            "inspection_poll_interval": period,
+        }
     return peer.render_config(
         {
-            "DEFAULT": {"host": "pxebench"},
+            "DEFAULT": {"host": host},
             "pxe_filter": {
                 "driver": "dnsmasq",
                 "whitelist_source": "ironic",
@@ -172,7 +180,7 @@ def ours_config(
             # PXE host: its leader opens without waiting for another's close.
             "coordination": {
                 "backend_url": f"{redis_url.rsplit('/', 1)[0]}?db=9",
-                "single_host": True,
+                "single_host": single_host,
             },
             "ironic": {"auth_type": "none", "endpoint_override": ironic_url},
         }
@@ -204,7 +212,7 @@ class Ours(Filter):
         reach it by (those sent before it is bound are lost: its reconcile has them)."""
         if not self.alive() or not self.options.get("notifications", True):
             return self.alive()
-        queue = f"{self.options['topic']}_firewall.pxebench.ironic"
+        queue = f"{self.options['topic']}_firewall.{self.options.get('host', 'pxebench')}.ironic"
         with kombu.Connection(self.options["rabbitmq_url"], connect_timeout=5) as connection:
             try:
                 declared = connection.channel().queue_declare(queue=queue, passive=True)

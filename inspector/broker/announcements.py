@@ -25,6 +25,9 @@ PORT_REMOVED = "inspector.port.remove"
 #: payload holds the port under "ironic_object.data".
 IRONIC_PORT_ADDED = ("baremetal.port.create.end", "baremetal.port.update.end")
 IRONIC_PORT_REMOVED = ("baremetal.port.delete.end",)
+#: The firewall leader's listing of every Ironic port, for the other PXE hosts:
+#: {"ports": {port UUID: [node UUID, MAC]}, "listed_at": epoch seconds}.
+PORTS = "inspector.firewall.ports"
 #: `inspector status` asks {"request_id"}; every firewall manager answers STATUS.
 STATUS_REQUEST = "inspector.firewall.status.request"
 STATUS = "inspector.firewall.status"

@@ -19,6 +19,7 @@ from inspector.cmd.elections import Elections
 from inspector.coordination import backends as dlm
 from inspector.errors import ConfigError
 from inspector.firewall import manager
+from inspector.firewall.metrics import FilterMetrics
 from inspector.ironic.lazy import LazyIronic
 from inspector.lifecycle import Lifecycle
 
@@ -55,10 +56,15 @@ def problems(conf: cfg.ConfigOpts) -> list[str]:
                 "introspection from Inspector's database, and [database] connection is "
                 "not set: set it to the workers' database, or whitelist_source = ironic"
             )
-    elif not conf.firewall.whitelist_sync_period and not conf.firewall.ironic_topic:
+    elif not (
+        conf.firewall.whitelist_sync_period
+        or conf.firewall.inspection_poll_interval
+        or conf.firewall.ironic_topic
+    ):
         found.append(
-            "[firewall] whitelist_sync_period = 0 and no [firewall] ironic_topic: "
-            "nothing would tell the firewall which nodes Ironic inspects; set either"
+            "[firewall] whitelist_sync_period = 0, inspection_poll_interval = 0 and no "
+            "[firewall] ironic_topic: nothing would tell the firewall which nodes Ironic "
+            "inspects; set one"
         )
     # Ironic's ports are the blacklist whatever the whitelist's source.
     problem = LazyIronic(conf).check()
@@ -81,6 +87,17 @@ def check(conf: cfg.ConfigOpts) -> None:
         )
 
 
+def serve_metrics(conf: cfg.ConfigOpts, firewall: manager.FirewallManager) -> FilterMetrics:
+    """The filter's metrics, told of what the firewall does and served on [metrics]
+    pxe_filter_listen_address and pxe_filter_listen_port."""
+    metrics = FilterMetrics()
+    metrics.status, metrics.leading = firewall.status, firewall.is_leader
+    firewall.observer = metrics
+    group = conf.metrics
+    metrics.serve(group.pxe_filter_listen_address, group.pxe_filter_listen_port)
+    return metrics
+
+
 def run(_args, argv) -> int:
     conf = config.load(argv, conf=config.build())
     setup_logging(conf)
@@ -90,6 +107,8 @@ def run(_args, argv) -> int:
     with contextlib.ExitStack() as stack:
         firewall = wiring.closed_firewall(conf, lifecycle)
         stack.callback(firewall.stop)
+        if conf.metrics.pxe_filter_listen_port:
+            stack.callback(serve_metrics(conf, firewall).stop)
         budget = wiring.outages(conf, lifecycle)
         db = None
         if conf.pxe_filter.whitelist_source == "inspector":

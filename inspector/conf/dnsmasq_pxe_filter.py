@@ -8,7 +8,10 @@ OPTS = [
     cfg.StrOpt(
         "dhcp_hostsdir",
         default="/var/lib/inspector/dhcp-hostsdir",
-        help="dnsmasq --dhcp-hostsdir directory written by the dnsmasq driver.",
+        deprecated_opts=[cfg.DeprecatedOpt("dhcp_hostsdir", group="pxe_filter")],
+        help="dnsmasq --dhcp-hostsdir directory written by the dnsmasq driver "
+        "(ironic-pxe-filter's [pxe_filter] dhcp_hostsdir, read from an Ironic "
+        "configuration file with a deprecation warning).",
     ),
     cfg.BoolOpt(
         "purge_dhcp_hostsdir",

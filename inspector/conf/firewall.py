@@ -24,6 +24,40 @@ OPTS = [
         "firewall leader with Ironic's nodes and ports). 0 disables polling (the pub-sub "
         "channel alone keeps it current).",
     ),
+    cfg.FloatOpt(
+        "inspection_poll_interval",
+        default=1.0,
+        min=0.0,
+        max=30.0,
+        help="With [pxe_filter] whitelist_source = ironic: seconds between two polls of "
+        "Ironic's nodes under inspection by the firewall leader while no Ironic "
+        "notification was heard within notification_quiet_period (none configured, or "
+        "Ironic sends none): one listing per inspection state, filtered by Ironic, a few "
+        "milliseconds of Ironic's time each. A node put into `inspect` is allowed, and "
+        "one back to `manageable` denied, about half this later on average. 0: poll every "
+        "whitelist_sync_period only.",
+    ),
+    cfg.FloatOpt(
+        "inspection_poll_max_share",
+        default=0.05,
+        min=0.0,
+        max=1.0,
+        help="Largest share of one of Ironic's cores the leader's polls every "
+        "inspection_poll_interval may take, counted as the time Ironic took to answer "
+        "the quickest of the last five polls: the interval stretches to that time "
+        "divided by this share "
+        "(a slow or busy Ironic, many nodes under inspection at once), up to "
+        "whitelist_sync_period. 0: never stretched.",
+    ),
+    cfg.FloatOpt(
+        "notification_quiet_period",
+        default=60.0,
+        min=1.0,
+        help="Seconds after the last Ironic notification heard (ironic_topic) during "
+        "which they are taken to flow: the leader then polls Ironic's nodes under "
+        "inspection every whitelist_sync_period instead of every "
+        "inspection_poll_interval.",
+    ),
     cfg.BoolOpt(
         "channel_enabled",
         default=True,

@@ -44,9 +44,11 @@ OPTS = [
     cfg.ListOpt(
         "inspect_interfaces",
         default=["agent"],
+        deprecated_name="supported_inspect_interfaces",
         help="With whitelist_source = ironic: the inspect interfaces whose nodes are "
         "let through while inspecting (ironic-pxe-filter's "
-        "supported_inspect_interfaces).",
+        "supported_inspect_interfaces, read from an Ironic configuration file with a "
+        "deprecation warning).",
     ),
     cfg.BoolOpt(
         "auto_discovery",

@@ -10,7 +10,6 @@ port); must not apply anything (the manager does).
 """
 
 import collections
-import dataclasses
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -18,16 +17,18 @@ from typing import Any
 
 from oslo_config import cfg
 
-from inspector.errors import ServiceUnavailable
+from inspector.firewall.cadence import Cadence
+from inspector.firewall.ironic_listing import (
+    INSPECTING,
+    PortListing,
+    Snapshot,
+    reconcile,
+)
+from inspector.firewall.observer import Observer, moment
 from inspector.firewall.sources import MacList
-from inspector.lifecycle import Outages
 
 LOG = logging.getLogger(__name__)
 
-#: Ironic's provision states of a node under inspection (those ironic-pxe-filter allows).
-INSPECTING = ("inspect wait", "inspecting")
-#: Items per page of a reconcile's listings (Ironic's default [api] max_limit).
-PAGE = 1000
 #: Prefix of Ironic's notifications of a provision state change (start, end, success,
 #: error): each carries the node as it is then.
 PROVISION_SET = "baremetal.node.provision_set."
@@ -35,111 +36,8 @@ PROVISION_SET = "baremetal.node.provision_set."
 NODE_DELETED = ("baremetal.node.delete.end",)
 PORT_CHANGED = ("baremetal.port.create.end", "baremetal.port.update.end")
 PORT_DELETED = ("baremetal.port.delete.end",)
-
-
-@dataclasses.dataclass(frozen=True)
-class Snapshot:
-    """What one listing found."""
-
-    #: UUIDs of the nodes under inspection with one of the filtered inspect interfaces;
-    #: None: the nodes were not listed (those known stand).
-    inspecting: frozenset[str] | None
-    #: Port UUID -> (node UUID, MAC), every port Ironic has; None: the ports were not
-    #: listed (those known from the last listing and the notifications stand).
-    ports: Mapping[str, tuple[str, str]] | None
-
-
-def _asking(outages: Outages | None, listing: Callable[[], Any]) -> Any:
-    """`listing()`; the client retries each request within Ironic's budget ([ironic]
-    max_retries x retry_interval): when it gives up, so does the process (`outages`),
-    which closes."""
-    try:
-        return listing()
-    except ServiceUnavailable as exc:
-        if outages is not None:
-            outages.give_up("Ironic", exc.message)
-        raise
-
-
-class PortListing:
-    """Every port Ironic has, one paginated listing with `fields=` cut to what the filter
-    needs: the blacklist's poll, in every process every [firewall] blacklist_sync_period,
-    and the first one a process needs before it may open.
-
-    Ironic's costliest listing (its API loads each port's node: about 0.25 s of Ironic's
-    CPU per 1,000 ports on the test machine, whatever `fields` says), so it runs on a
-    thread of its own, apart from the reconcile of the nodes under inspection. A Poller's
-    source (call) and target (`name`, `clock`, `replace`): the listing replaces the view's
-    ports itself, under a lock, so two never run at once and an election waits for the
-    one in flight instead of starting another."""
-
-    name = "Ironic ports"
-
-    def __init__(self, view: "IronicInspections", ironic, outages: Outages | None = None):
-        self.view = view
-        self.ironic = ironic
-        self.outages = outages
-        self.clock = view.clock
-        self._lock = threading.Lock()
-
-    def __call__(self) -> bool:
-        """List now; True when the firewall's lists changed."""
-        with self._lock:
-            return self._list()
-
-    def ensure(self) -> bool:
-        """List unless a listing already replaced the view's ports (a new leader's first
-        reconcile: it waits for a first listing in flight, never for a later one); True
-        when the lists changed."""
-        if self.view.has_ports:
-            return False
-        with self._lock:
-            return False if self.view.has_ports else self._list()
-
-    def replace(self, changed: bool, started: float) -> bool:
-        return changed
-
-    def _list(self) -> bool:
-        started = self.clock()
-        ports = _asking(
-            self.outages,
-            lambda: {
-                port.uuid: (port.node_uuid, port.address)
-                for port in self.ironic.iter_ports(page_size=PAGE, fields=())
-            },
-        )
-        return self.view.replace(Snapshot(None, ports), started)
-
-
-def reconcile(
-    ironic,
-    interfaces: Iterable[str],
-    outages: Outages | None = None,
-    *,
-    ports: PortListing | None = None,
-) -> Callable[[], Snapshot]:
-    """The whitelist's reconcile: the nodes in each inspection state, each a paginated
-    listing filtered by Ironic with `fields=` cut to what the filter needs (never a call
-    per node; a few milliseconds at 10,000 nodes). When this process has not listed the
-    ports yet (`ports`), that listing first: a leader opens knowing every port."""
-    wanted = frozenset(interfaces)
-
-    def fetch() -> Snapshot:
-        if ports is not None and ports.ensure():
-            ports.view.on_change()
-        return Snapshot(_asking(outages, _inspecting), None)
-
-    def _inspecting() -> frozenset[str]:
-        found = set()
-        for state in INSPECTING:
-            for node in ironic.iter_nodes(
-                page_size=PAGE, fields=("inspect_interface",), provision_state=state
-            ):
-                if node.inspect_interface in wanted:
-                    found.add(node.uuid)
-        return frozenset(found)
-
-    return fetch
+#: Prefix of every Ironic notification: any one says that Ironic's notifications flow.
+IRONIC_EVENTS = "baremetal."
 
 
 class _Merged:
@@ -186,6 +84,8 @@ class IronicInspections:
         interfaces: Iterable[str] = ("agent",),
         discovery: bool = False,
         on_change: Callable[[], None] = lambda: None,
+        cadence: Cadence | None = None,
+        observer: Observer | None = None,
     ) -> None:
         self.whitelist = whitelist
         self.blacklist = blacklist
@@ -193,6 +93,9 @@ class IronicInspections:
         self.interfaces = frozenset(interfaces)
         self.discovery = discovery
         self.on_change = on_change
+        #: Told of every Ironic notification heard (the leader polls slowly then).
+        self.cadence = cadence or Cadence(0, 0, 1, listening=False)
+        self.observer = observer or Observer()
         self._guard = threading.Lock()
         self._nodes = _Merged()  # node UUID -> True while under inspection
         self._ports = _Merged()  # port UUID -> (node UUID, MAC)
@@ -230,6 +133,8 @@ class IronicInspections:
             allowed = self.allows_unknown()
             changed = False
             if snapshot.inspecting is not None:
+                for node in snapshot.inspecting - self._nodes.values.keys():
+                    self.observer.changed(snapshot.since.get(node))
                 self._nodes.replace(dict.fromkeys(snapshot.inspecting, True), started)
             if snapshot.ports is not None:
                 self._ports.replace(snapshot.ports, started)
@@ -255,6 +160,9 @@ class IronicInspections:
     def __call__(self, event_type: str, payload: dict) -> None:
         """A notification heard on the channel (Ironic's versioned notifications, whose
         payload holds the object under "ironic_object.data"); others are ignored."""
+        if event_type.startswith(IRONIC_EVENTS):
+            self.cadence.heard()
+            self.observer.notification()
         data = payload.get("ironic_object.data") or {}
         if not isinstance(data, dict) or not data.get("uuid"):
             return
@@ -262,6 +170,8 @@ class IronicInspections:
             allowed = self.allows_unknown()
             if event_type.startswith(PROVISION_SET):
                 changed = self._node_state(data)
+                if changed:
+                    self.observer.changed(moment(data.get("provision_updated_at")))
             elif event_type in NODE_DELETED:
                 changed = self._node_deleted(data["uuid"])
             elif event_type in PORT_CHANGED + PORT_DELETED:
@@ -313,26 +223,48 @@ class IronicInspections:
 
 def attach(firewall, ironic, conf: cfg.ConfigOpts, channel=None, **watch: Any) -> IronicInspections:
     """Make Ironic's inspections the source of the firewall's lists: the nodes under
-    inspection reconciled every [firewall] whitelist_sync_period while leading and at
-    each election (before the leader opens); every port listed every
-    blacklist_sync_period in every process, on a thread of its own (a new leader opens
-    with the ports it kept current as a follower, or lists them first if it never did);
-    Ironic's notifications from `channel` (not yet started); unknown MACs as
+    inspection reconciled while leading (and at each election, before the leader opens)
+    at the Cadence's period: [firewall] inspection_poll_interval while no Ironic
+    notification was heard lately, whitelist_sync_period while they flow; every port
+    listed every blacklist_sync_period by the leader, on a thread of its own, and shared
+    on `channel` with the followers, which list by themselves only when it stops
+    reaching them (a new leader opens with ports no older than one period, or lists them
+    first); Ironic's notifications from `channel` (not yet started); unknown MACs as
     ironic-pxe-filter. `watch` goes to firewall.watch."""
+    cadence = Cadence.from_conf(
+        conf, listening=channel is not None and bool(conf.firewall.ironic_topic)
+    )
+    observer = firewall.observer
     view = IronicInspections.from_conf(
-        conf, firewall.whitelist, firewall.blacklist, on_change=firewall.wake
+        conf,
+        firewall.whitelist,
+        firewall.blacklist,
+        on_change=firewall.wake,
+        cadence=cadence,
+        observer=observer,
     )
     firewall.allow_unknown = view.allows_unknown
     outages = watch.get("outages")
-    ports = PortListing(view, ironic, outages)
+    ports = PortListing(
+        view,
+        ironic,
+        outages,
+        period=conf.firewall.blacklist_sync_period,
+        leading=firewall.is_leader,
+        share=None if channel is None else channel.publish,
+        observer=observer,
+    )
     firewall.watch(ports, ports, conf.firewall.blacklist_sync_period, **watch)
     firewall.watch(
         view,
-        reconcile(ironic, view.interfaces, outages, ports=ports),
+        reconcile(
+            ironic, view.interfaces, outages, ports=ports, observer=observer, spent=cadence.spent
+        ),
         0,
-        leader_period=conf.firewall.whitelist_sync_period,
+        leader_period=cadence,
         **watch,
     )
     if channel is not None:
         channel.subscribe(view)
+        channel.subscribe(ports.hear)
     return view

@@ -9,8 +9,7 @@ open. A leader that is killed cannot close: its pass rules carry the end of its 
 in the lease (RuleSet.open_until), and the kernel closes them then, before the DLM can
 give the lease to another host; with a driver that cannot (dnsmasq) a new leader waits
 for the previous one's close (firewall.takeover), and the firewall loop feeds systemd's
-watchdog while it progresses: a frozen process is killed, then closed by its unit.
-"""
+watchdog while it progresses: a frozen process is killed, then closed by its unit."""
 
 import logging
 import math
@@ -23,6 +22,7 @@ from inspector.coordination.election import Leadership
 from inspector.errors import FirewallError, InspectorError
 from inspector.firewall import demand, takeover
 from inspector.firewall.drivers import Driver
+from inspector.firewall.observer import Observer
 from inspector.firewall.reporting import Reporting
 from inspector.firewall.ruleset import RuleSet
 from inspector.firewall.sources import Feed, MacList, Poller
@@ -67,9 +67,7 @@ class FirewallManager(Reporting):
         self.deny_unknown = deny_unknown
         #: Whether MACs in neither list are answered while open (unless deny_unknown).
         self.allow_unknown: Callable[[], bool] = lambda: True
-        self.host = host
-        self.member = member
-        self.lease_seconds = lease_seconds
+        self.host, self.member, self.lease_seconds = host, member, lease_seconds
         #: Seconds between two looks at the leadership (refreshes open_until).
         self.refresh = refresh
         self.retry_interval = retry_interval
@@ -81,6 +79,7 @@ class FirewallManager(Reporting):
         #: Seconds a new leader waits after its election before it opens (takeover.delay).
         self.takeover_delay, self._clock = takeover_delay, clock
         self._cannot_close = False  # the last close failed: the loop makes no progress
+        self.observer = Observer()  # told of each rule set applied (the lag)
         self.whitelist = MacList("whitelist")
         self.blacklist = MacList("blacklist")
         self.channel: channels.Channel | None = None
@@ -118,20 +117,21 @@ class FirewallManager(Reporting):
         fetch: Callable[[], Mapping[str, Iterable[str]]],
         period: float,
         *,
-        leader_period: float | None = None,
+        leader_period: float | Callable[[], float] | None = None,
         outages: Outages | None = None,
         service: str = "",
     ) -> None:
         """Poll `fetch` into `target` every `period` seconds (0: never); the whitelist
         only while this process leads. A source the leader needs before it opens (Ironic's
-        nodes under inspection) gives `leader_period`, its period while leading, and is
-        polled at each election (even with both periods 0). `service` names the backend
-        for `outages`."""
+        nodes under inspection) gives `leader_period`, its period while leading (or a
+        callable saying it, looked at every second), and is polled at each election (even
+        with both periods 0). `service` names the backend for `outages`."""
         if period <= 0 and leader_period is None:
             return
         every: float | Callable[[], float] = period
         if leader_period is not None:
-            every = lambda: leader_period if self.is_leader() else period  # noqa: E731
+            leading = leader_period if callable(leader_period) else lambda: leader_period
+            every = lambda: leading() if self.is_leader() else period  # noqa: E731
         leader_only = target is self.whitelist
         poller = Poller(
             target,
@@ -155,9 +155,8 @@ class FirewallManager(Reporting):
         )
 
     def stamp_every(self, stamp: Callable[[], object], period: float) -> None:
-        """Call `stamp` every `period` seconds, on a thread of its own started by the
-        firewall thread, leader or not (firewall.demand: this host applies the workers'
-        announcements)."""
+        """Call `stamp` every `period` seconds on a thread of its own, leader or not
+        (firewall.demand: this host applies the workers' announcements)."""
         self._stamp, self._stamp_period = demand.Aside(stamp), period
 
     def start(self) -> None:
@@ -232,6 +231,7 @@ class FirewallManager(Reporting):
             was_open = self._applied is not None and self._applied.open
             self._applied, self._applied_at, self._error = rules, time.time(), None
             self._apply_seconds = time.perf_counter() - began
+            self.observer.applied()
         if rules.open != was_open:
             LOG.info("PXE service %s", "opened" if rules.open else "closed")
         return True

@@ -13,11 +13,12 @@ class Reporting:
     def status(self) -> Status:
         with self._guard:
             applied, leadership = self._applied, self._leadership
+            is_open = applied is not None and applied.open
             return Status(
                 host=self.host,
                 member=self.member,
                 driver=self.driver.name,
-                open=applied is not None and applied.open,
+                open=is_open,
                 leader=leadership is not None,
                 term=leadership.term if leadership is not None else None,
                 open_until=applied.open_until if applied is not None else None,
@@ -32,7 +33,15 @@ class Reporting:
                 applied_at=self._applied_at,
                 error=self._error,
                 apply_seconds=self._apply_seconds,
+                role=self._role(is_open),
+                lag=self.observer.last_lag,
             )
+
+    def _role(self, is_open: bool) -> str:
+        if is_open and self._leadership is not None:
+            return "leader"
+        failing = self._error or self.lifecycle.shutdown.is_set() or self._stopped.is_set()
+        return "closed" if failing or self._leadership is not None else "follower"
 
     def answer(self, request_id: str) -> None:
         """A status request heard on the channel: publish this process's status."""

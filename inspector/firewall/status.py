@@ -34,6 +34,10 @@ class Status:
     error: str | None
     #: Seconds the last successful apply (sync) took.
     apply_seconds: float | None = None
+    #: One of ROLES ("" from a process that does not say).
+    role: str = ""
+    #: Seconds from Ironic's last change to its rule applied here (the leader's).
+    lag: float | None = None
 
     @classmethod
     def from_dict(cls, data: dict) -> "Status":
@@ -47,7 +51,20 @@ class Status:
         return max((t for t in moments if t is not None), default=None)
 
 
-HEADER = ("HOST", "PROCESS", "DRIVER", "PXE", "LEADER", "WHITELIST", "BLACKLIST", "LAST SYNC")
+#: leader: open; follower: closed, standing by; closed: failing, stopping, or leading
+#: without being able to open.
+ROLES = ("leader", "follower", "closed")
+HEADER = (
+    "HOST",
+    "PROCESS",
+    "DRIVER",
+    "PXE",
+    "ROLE",
+    "WHITELIST",
+    "BLACKLIST",
+    "LAG",
+    "LAST SYNC",
+)
 
 
 def ago(moment: float | None, now: float) -> str:
@@ -62,16 +79,19 @@ def table(statuses: Iterable[Status], now: float | None = None) -> str:
     rows = [HEADER]
     errors = []
     for status in sorted(statuses, key=lambda s: (s.host, s.member)):
-        leader = f"yes (term {status.term})" if status.leader else "no"
+        role = status.role or ("leader" if status.leader else "follower")
+        if status.leader:
+            role = f"{role} (term {status.term})"
         rows.append(
             (
                 status.host,
                 status.member,
                 status.driver,
                 "open" if status.open else "closed",
-                leader,
+                role,
                 str(status.whitelist),
                 str(status.blacklist),
+                "-" if status.lag is None else f"{status.lag:.2f} s",
                 ago(status.last_sync, now),
             )
         )

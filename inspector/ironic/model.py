@@ -26,6 +26,8 @@ class IronicNode:
     target_power_state: str | None = None
     #: Ironic's message about the node's last failed action (power, provisioning).
     last_error: str | None = None
+    #: When the provision state last changed, as Ironic writes it (ISO 8601).
+    provision_updated_at: str | None = None
 
     @classmethod
     def from_ironic(cls, data: Mapping[str, Any]) -> "IronicNode":
@@ -43,6 +45,7 @@ class IronicNode:
             inspect_interface=data.get("inspect_interface"),
             target_power_state=data.get("target_power_state"),
             last_error=data.get("last_error"),
+            provision_updated_at=data.get("provision_updated_at"),
         )
 
 

@@ -180,3 +180,29 @@ def test_sample_config_names_every_option():
 
 def test_sample_config_loads_as_is(tmp_path):
     assert config.load(write(tmp_path, config_cmd.render_sample())).listen_port == 5050
+
+
+def test_ironic_pxe_filters_option_names_read_from_ironics_file_with_a_warning(tmp_path, caplog):
+    ironic = tmp_path / "ironic.conf"
+    ironic.write_text(
+        "[DEFAULT]\nhost = controller1\n"
+        "[pxe_filter]\ndhcp_hostsdir = /var/lib/ironic/hostsdir\n"
+        "supported_inspect_interfaces = agent,redfish\nsync_period = 20\n"
+        "[database]\nconnection = mysql+pymysql://ironic:secret@db/ironic\n"
+    )
+    ours = write(tmp_path, "[pxe_filter]\nwhitelist_source = ironic\n")
+    with caplog.at_level(logging.WARNING):
+        conf = config.load(["--config-file", str(ironic), *ours])
+        assert conf.dnsmasq_pxe_filter.dhcp_hostsdir == "/var/lib/ironic/hostsdir"
+        assert conf.pxe_filter.inspect_interfaces == ["agent", "redfish"]
+        assert conf.firewall.blacklist_sync_period == 20
+    # oslo.config warns once a process for each name (sync_period: tested above).
+    warned = caplog.text
+    for old, new in (
+        (
+            '"dhcp_hostsdir" from group "pxe_filter"',
+            '"dhcp_hostsdir" from group "dnsmasq_pxe_filter"',
+        ),
+        ('"supported_inspect_interfaces" from group "pxe_filter"', '"inspect_interfaces"'),
+    ):
+        assert old in warned and new in warned, warned

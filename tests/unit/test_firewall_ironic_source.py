@@ -8,8 +8,9 @@ import threading
 import pytest
 
 from inspector.errors import ServiceUnavailable
-from inspector.firewall import ironic_source
-from inspector.firewall.ironic_source import IronicInspections, Snapshot, reconcile
+from inspector.firewall import ironic_listing, ironic_source
+from inspector.firewall.ironic_listing import Snapshot, reconcile
+from inspector.firewall.ironic_source import IronicInspections
 from inspector.firewall.sources import MacList
 from inspector.ironic import Ironic
 from inspector.lifecycle import Lifecycle, Outages, RetryPolicy
@@ -82,8 +83,11 @@ def _connection_for_a_reconcile(first_port_listing: bool) -> tuple[FakeConnectio
     return FakeConnection(*replies), ports
 
 
-NODE_FIELDS = {"fields": "uuid,inspect_interface", "limit": ironic_source.PAGE}
-PORT_FIELDS = {"fields": "uuid,node_uuid,address", "limit": ironic_source.PAGE}
+NODE_FIELDS = {
+    "fields": "uuid,inspect_interface,provision_updated_at",
+    "limit": ironic_listing.PAGE,
+}
+PORT_FIELDS = {"fields": "uuid,node_uuid,address", "limit": ironic_listing.PAGE}
 NODE_LISTINGS = [
     ("get", "/nodes", {"provision_state": "inspect wait", **NODE_FIELDS}),
     ("get", "/nodes", {"provision_state": "inspecting", **NODE_FIELDS}),
@@ -102,7 +106,7 @@ def test_reconcile_lists_both_inspection_states_filtered_by_ironic(conf):
 def test_a_process_that_never_listed_the_ports_lists_them_in_pages_before_the_nodes(conf, view):
     connection, ports = _connection_for_a_reconcile(first_port_listing=True)
     ironic = Ironic(conf, connection=connection)
-    listing = ironic_source.PortListing(view, ironic)
+    listing = ironic_listing.PortListing(view, ironic)
     found = reconcile(ironic, ["agent"], ports=listing)()
     view.replace(found, started=0)
     assert view.has_ports
@@ -122,7 +126,7 @@ def test_reconcile_makes_the_same_few_calls_whatever_the_number_of_nodes(view):
     for index in range(300):
         node = ironic.add_node(provision_state="inspect wait" if index % 2 else "manageable")
         ironic.add_port(node.uuid, f"52:54:00:00:{index // 256:02x}:{index % 256:02x}")
-    fetch = reconcile(ironic, ["agent"], ports=ironic_source.PortListing(view, ironic))
+    fetch = reconcile(ironic, ["agent"], ports=ironic_listing.PortListing(view, ironic))
     found = fetch()
     assert len(found.inspecting) == 150 and len(view.blacklist.macs()) == 300
     assert [call.name for call in ironic.history] == ["iter_ports", "iter_nodes", "iter_nodes"]
@@ -150,7 +154,7 @@ class BlockingIronic(FakeIronic):
 def test_a_port_listing_in_flight_delays_no_later_reconcile_of_the_nodes(view):
     ironic = BlockingIronic()
     ironic.add_port(ironic.add_node(uuid=A, provision_state="inspect wait").uuid, MAC_A)
-    listing = ironic_source.PortListing(view, ironic)
+    listing = ironic_listing.PortListing(view, ironic)
     fetch = reconcile(ironic, ["agent"], ports=listing)
     view.replace(fetch(), started=0)
     ironic.block.set()
@@ -173,7 +177,7 @@ def test_a_new_leader_waits_for_the_first_port_listing_in_flight_instead_of_anot
     ironic = BlockingIronic()
     ironic.add_port(ironic.add_node(uuid=A, provision_state="inspecting").uuid, MAC_A)
     ironic.block.set()
-    listing = ironic_source.PortListing(view, ironic)
+    listing = ironic_listing.PortListing(view, ironic)
     first = threading.Thread(target=listing)
     first.start()
     assert ironic.listing.wait(10)
@@ -200,7 +204,7 @@ def test_ironic_given_up_by_its_client_stops_the_process(view, listing):
     fetch = (
         reconcile(ironic, ["agent"], outages)
         if listing == "nodes"
-        else ironic_source.PortListing(view, ironic, outages)
+        else ironic_listing.PortListing(view, ironic, outages)
     )
     with pytest.raises(ServiceUnavailable):
         fetch()
@@ -355,6 +359,7 @@ def test_without_periods_the_leader_still_reconciles_once_when_elected(conf):
     ironic.add_port(ironic.add_node(uuid=A, provision_state="inspecting").uuid, MAC_A)
     conf.set_override("whitelist_sync_period", 0, group="firewall")
     conf.set_override("blacklist_sync_period", 0, group="firewall")
+    conf.set_override("inspection_poll_interval", 0, group="firewall")
     host = Host(FakeDLM(), "host", Log())
     ironic_source.attach(host.manager, ironic, conf)
     host.start()

@@ -545,9 +545,11 @@ def test_status_answers_on_the_channel():
     assert (status.whitelist, status.blacklist) == (2, 0)  # A is whitelisted
     assert status.last_sync is not None
     assert status.apply_seconds is not None and status.apply_seconds >= 0
-    text = table([status, dataclasses.replace(status, member="b", open=False, leader=False)])
-    assert "host-a-42  recording  open    yes (term 1)  2          0" in text
-    assert "b          recording  closed  no" in text
+    assert status.role == "leader"
+    follower = dataclasses.replace(status, member="b", open=False, leader=False, role="follower")
+    text = table([status, follower])
+    assert "host-a-42  recording  open    leader (term 1)  2          0          -" in text
+    assert "b          recording  closed  follower" in text
     leadership.reset.set()
     thread.join(5)
     assert not manager.status().open

@@ -50,8 +50,8 @@ def test_a_configuration_that_works_has_no_problem(tmp_path):
         ),
         ({"ironic": {"auth_type": "", "endpoint_override": ""}}, "[ironic]"),
         (
-            {"firewall": {"whitelist_sync_period": 0}},
-            "[firewall] whitelist_sync_period = 0 and no [firewall] ironic_topic",
+            {"firewall": {"whitelist_sync_period": 0, "inspection_poll_interval": 0}},
+            "[firewall] whitelist_sync_period = 0, inspection_poll_interval = 0 and no",
         ),
     ],
 )
@@ -85,9 +85,15 @@ def test_the_inspector_source_needs_the_database_and_ironic_for_the_blacklist(tm
 
 def test_the_deployment_doc_configuration_starts(tmp_path):
     text = (ROOT / "docs" / "deployment.md").read_text()
-    (block,) = [b for b in re.findall(r"```ini\n(.*?)```", text, re.S) if "whitelist_source" in b]
-    path = tmp_path / "pxe-filter.conf"
-    path.write_text(block)
-    conf = config.load(["--config-file", str(path)])
-    assert conf.pxe_filter.whitelist_source == "ironic"
-    assert pxe_filter_cmd.problems(conf) == []
+    # The PXE filter's configuration, then kolla-ansible's changes to it.
+    blocks = [b for b in re.findall(r"```ini\n(.*?)```", text, re.S) if "whitelist_source" in b]
+    assert len(blocks) == 2
+    args = []
+    for index, block in enumerate(blocks):
+        path = tmp_path / f"pxe-filter-{index}.conf"
+        path.write_text(block)
+        args += ["--config-file", str(path)]
+        conf = config.load(args)
+        assert conf.pxe_filter.whitelist_source == "ironic"
+        assert pxe_filter_cmd.problems(conf) == []
+    assert conf.pxe_filter.driver == "dnsmasq" and not conf.firewall.ironic_topic

@@ -1,0 +1,123 @@
+"""Benchmark: Ironic's CPU spent by three `inspector pxe-filter` hosts (whitelist from
+Ironic, defaults: the leader alone lists every port and shares it; without
+notifications it polls the nodes under inspection every second), as % of one core,
+with Ironic's notifications off and on, at each `--sizes` of enrolled nodes.
+
+Ironic's CPU is its processes' utime+stime over a window of `--window` seconds with the
+three filters running, minus the same over a window with none (Ironic idle). The hosts'
+Ironic calls, through a counting proxy each, say who listed what. Needs RabbitMQ and
+Redis (`scripts/services env`). Writes bench/results/pxe_filter_cluster.json.
+
+    .venv/bin/python -m bench.pxe_cluster --sizes 1000,10000
+"""
+
+import argparse
+import datetime
+import json
+import os
+import pathlib
+import sys
+import time
+
+from bench.pxe import filters, reconcile
+from bench.pxe.ironic_site import PxeIronic
+from bench.pxe_filter import TOPIC, forget_notifications
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results" / "pxe_filter_cluster.json"
+HOSTS = 3
+#: Seconds the filters run before the window opens (each lists the ports once at start:
+#: at 10,000 ports, three listings at once take Ironic about 20 s).
+WARM_UP = 40.0
+
+
+def ironic_share(ironic: PxeIronic, window: float) -> float:
+    """Ironic's CPU over the next `window` seconds, as a fraction of one core."""
+    before, began = reconcile._ironic_cpu(ironic), time.monotonic()
+    time.sleep(window)  # the measured window itself
+    return (reconcile._ironic_cpu(ironic) - before) / (time.monotonic() - began)
+
+
+def cluster(args, ironic: PxeIronic, size: int, notifications: bool, services: dict) -> dict:
+    forget_notifications(services["rabbitmq_url"])
+    hosts = [
+        filters.Ours(
+            ironic,
+            args.directory / f"{size}-{notifications}-host{i}",
+            period=None,
+            notifications=notifications,
+            topic=TOPIC,
+            host=f"pxebench{i}",
+            single_host=False,
+            **services,
+        )
+        for i in range(1, HOSTS + 1)
+    ]
+    try:
+        for host in hosts:
+            host.config.parent.mkdir(parents=True, exist_ok=True)
+            host.start()
+        filters.wait_for(lambda: all(h.ready() for h in hosts), 60, "the filters ready")
+        time.sleep(WARM_UP)  # past each host's first listing of every port
+        marks = [len(h.proxy.ledger.calls()) for h in hosts]
+        share = ironic_share(ironic, args.window)
+        calls = [h.proxy.ledger.calls()[mark:] for h, mark in zip(hosts, marks, strict=True)]
+        assert all(h.alive() for h in hosts), "\n".join(h.tail() for h in hosts)
+    finally:
+        for host in hosts:
+            host.stop()
+    return {
+        "notifications": notifications,
+        "ironic_share": share,
+        "calls": [
+            {kind: sum(c.kind == kind for c in made) for kind in (filters.NODES, filters.PORTS)}
+            for made in calls
+        ],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="1000,10000")
+    parser.add_argument("--window", type=float, default=60.0)
+    parser.add_argument("--port", type=int, default=6406)
+    parser.add_argument(
+        "--directory", type=pathlib.Path, default=ROOT / ".services" / "pxebench-cluster"
+    )
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    services = {
+        "rabbitmq_url": os.environ["INSPECTOR_TEST_RABBITMQ_URL"],
+        "redis_url": os.environ["INSPECTOR_TEST_REDIS_URL"],
+    }
+    results: dict = {
+        "when": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "cpus": os.cpu_count(),
+        "load_before": round(os.getloadavg()[0], 2),
+        "window": args.window,
+        "sizes": [],
+    }
+    ironic = PxeIronic(args.directory / "ironic", args.port, TOPIC)
+    ironic.start()
+    try:
+        for node in ironic.enroll(1):  # the node the others are copies of
+            ironic.reset(node.uuid)
+        for size in (int(s) for s in args.sizes.split(",") if s):
+            ironic.seed(size)
+            nodes, ports = ironic.count()
+            idle = ironic_share(ironic, args.window)
+            runs = [cluster(args, ironic, size, n, services) for n in (False, True)]
+            for run in runs:
+                run["over_idle_percent"] = round(100 * (run["ironic_share"] - idle), 2)
+            results["sizes"].append({"nodes": nodes, "ports": ports, "idle": idle, "runs": runs})
+            RESULTS.write_text(json.dumps(results, indent=2) + "\n")
+            print(json.dumps(results["sizes"][-1]), flush=True)
+    finally:
+        ironic.stop()
+        forget_notifications(services["rabbitmq_url"])
+    results["load_after"] = round(os.getloadavg()[0], 2)
+    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
