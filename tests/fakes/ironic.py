@@ -5,12 +5,13 @@ request it is made for (`history`; inspector.request_context's global request id
 counts them (`calls`), and can be told to fail the next N calls with ServiceUnavailable
 (`fail_next`), or what to do with the next power actions of a node (`plan_power`: done,
 lost as by a conductor restart, left pending, failed, refused). No HTTP, no retries, no
-waits.
+waits. tests/contract/test_ironic_client.py holds it to a real Ironic's answers.
 """
 
 import contextlib
 import copy
 import dataclasses
+import re
 import threading
 import uuid as uuidlib
 from collections.abc import Iterator, Sequence
@@ -32,6 +33,13 @@ FAILED = "failed"  # the conductor failed it: target cleared, last_error set
 REFUSED = "refused"  # refused at once with a 400 (BadRequest)
 #: The last_error Ironic writes when its restarted conductor drops a pending action.
 ABORTED = "Pending power operation was aborted due to conductor restart"
+#: The boot devices a driver supports, as Ironic checks them (other drivers: any).
+BOOT_DEVICES = {"fake-hardware": {"pxe"}}
+#: A node name Ironic accepts: URL-unreserved characters only.
+NODE_NAME = re.compile(r"[A-Za-z0-9._~-]{1,255}")
+#: A trait Ironic accepts: a custom one, or (unlike Ironic, which checks os-traits' list)
+#: any name spelled like a standard one.
+TRAIT = re.compile(r"(CUSTOM_)?[A-Z0-9_]{1,248}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -170,6 +178,8 @@ class FakeIronic:
     def create_node(self, *, driver: str, **fields: Any) -> IronicNode:
         with self._begin("create_node", driver=driver, **fields):
             name = fields.get("name")
+            if name is not None and not NODE_NAME.fullmatch(name):
+                raise BadRequest(f"Cannot create node with invalid name '{name}'")
             if name and any(n.name == name for n in self.nodes.values()):
                 raise Conflict(f"Ironic refused to create a node: name {name} is taken")
             node_uuid = fields.pop("uuid", None) or str(uuidlib.uuid4())
@@ -201,6 +211,8 @@ class FakeIronic:
     def add_trait(self, node_uuid: str, trait: str) -> None:
         with self._begin("add_trait", node_uuid, trait):
             self._node(node_uuid)
+            if not TRAIT.fullmatch(trait):
+                raise BadRequest(f"Ironic refused to add trait {trait}: not a valid trait")
             self.traits.setdefault(node_uuid, set()).add(trait)
 
     def remove_trait(self, node_uuid: str, trait: str) -> None:
@@ -212,7 +224,11 @@ class FakeIronic:
         self, node_uuid: str, device: str = "pxe", persistent: bool = False
     ) -> None:
         with self._begin("set_boot_device", node_uuid, device, persistent=persistent):
-            self._node(node_uuid)
+            supported = BOOT_DEVICES.get(self._node(node_uuid).driver)
+            if supported is not None and device not in supported:
+                raise BadRequest(
+                    f"Ironic refused to set the boot device: Invalid boot device {device}"
+                )
             self.boot_devices[node_uuid] = (device, persistent)
 
     def set_power_state(self, node_uuid: str, target: str) -> None:
@@ -238,6 +254,7 @@ class FakeIronic:
 
     def list_ports(self, node_uuid: str) -> list[IronicPort]:
         with self._begin("list_ports", node_uuid):
+            self._node(node_uuid)
             return sorted(
                 (p for p in self.ports.values() if p.node_uuid == node_uuid),
                 key=lambda p: p.uuid,
@@ -261,7 +278,10 @@ class FakeIronic:
         physical_network: str | None = None,
     ) -> IronicPort:
         with self._begin("create_port", node_uuid, address, pxe_enabled=pxe_enabled, extra=extra):
-            self._node(node_uuid)
+            if node_uuid not in self.nodes:  # Ironic's 400, not 404: the body names it
+                raise BadRequest(
+                    f"Ironic refused to create a port: Node {node_uuid} could not be found."
+                )
             return self._new_port(
                 node_uuid,
                 address,
@@ -286,7 +306,7 @@ class FakeIronic:
     # ------------------------------------------------------------ internals
 
     @contextlib.contextmanager
-    def _begin(self, name: str, *args: Any, **kwargs: Any) -> Iterator[None]:
+    def _begin(self, name: str, /, *args: Any, **kwargs: Any) -> Iterator[None]:
         """Record the call, then fail it if told to; the state is locked while it runs."""
         with self._lock:
             headers = request_context.outgoing_headers()
