@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from inspector.errors import BadRequest, Conflict, NotFound
-from inspector.ironic import Ironic, IronicClient, IronicNode
+from inspector.ironic import Ironic, IronicClient, IronicNode, IronicPort
 from tests.conftest import IronicAPI
 from tests.fakes.ironic import FakeIronic
 from tests.integration.test_ironic_client import make_conf
@@ -185,9 +185,15 @@ def test_ports_are_listed_per_node_and_found_by_mac(lab: Lab) -> None:
     everyone = {p.uuid: p for p in lab.client.iter_ports()}
     assert {p.uuid for p in (*ports, theirs)} <= everyone.keys()
     assert everyone[theirs.uuid] == theirs
+    bare = {p.uuid: p for p in lab.client.iter_ports(fields=())}
+    assert bare[theirs.uuid] == IronicPort.from_ironic(
+        {"uuid": theirs.uuid, "node_uuid": other.uuid, "address": theirs.address}
+    )
     assert lab.client.port_owner(ports[0].address) == node.uuid
     assert lab.client.port_owner(theirs.address.upper()) == other.uuid
     assert lab.client.port_owner(IronicAPI.new_mac()) is None
+    with pytest.raises(BadRequest):
+        lab.client.port_owner("not-a-mac")
     with pytest.raises(NotFound):
         lab.client.list_ports(UNKNOWN)
 
@@ -207,6 +213,8 @@ def test_a_port_is_created_updated_and_deleted(lab: Lab) -> None:
         lab.client.create_port(node.uuid, mac)
     with pytest.raises(BadRequest):
         lab.client.create_port(UNKNOWN, IronicAPI.new_mac())
+    with pytest.raises(BadRequest):
+        lab.client.create_port(node.uuid, "not-a-mac")
     lldp = {"switch_id": "52:54:00:aa:bb:cc", "port_id": "Eth1/1"}
     updated = lab.client.update_port(
         port.uuid,
@@ -244,6 +252,9 @@ def test_listings_and_inspection_data(lab: Lab) -> None:
     enrolled = [n for n in lab.client.iter_nodes(provision_state="enroll") if n.uuid == node.uuid]
     assert enrolled == [node]
     assert node.uuid not in {n.uuid for n in lab.client.iter_nodes(provision_state="manageable")}
+    # Asked for some fields, a listing fills only those (and the identifiers).
+    (named,) = [n for n in lab.client.iter_nodes(fields=["name"]) if n.uuid == node.uuid]
+    assert named == IronicNode.from_ironic({"uuid": node.uuid, "name": node.name})
     # never inspected by Ironic: no data, and not among the inspected ones
     assert lab.client.get_inventory(node.uuid) is None
     assert node.uuid not in {found for found, _ in lab.client.inspected_since(None)}

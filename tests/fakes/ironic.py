@@ -21,6 +21,7 @@ from typing import Any
 from inspector import request_context
 from inspector.errors import BadRequest, Conflict, InspectorError, NotFound, ServiceUnavailable
 from inspector.ironic import IronicNode, IronicPort
+from inspector.macs import normalise_mac
 
 #: Power state a node reaches on each target (fake hardware gets there at once).
 POWER_TARGETS = {"power on": "power on", "power off": "power off", "rebooting": "power on"}
@@ -157,6 +158,8 @@ class FakeIronic:
                 ),
                 key=lambda n: n.uuid,
             )
+        if fields is not None:  # as Ironic sends them: the others come back empty
+            nodes = [IronicNode.from_ironic(_only(node, "uuid", *fields)) for node in nodes]
         return iter(nodes)
 
     def inspected_since(
@@ -203,8 +206,9 @@ class FakeIronic:
 
     def port_owner(self, address: str) -> str | None:
         with self._begin("port_owner", address):
+            address = _mac(address)
             for port in self.ports.values():
-                if port.address == address.lower():
+                if port.address == address:
                     return port.node_uuid
             return None
 
@@ -265,6 +269,9 @@ class FakeIronic:
     ) -> Iterator[IronicPort]:
         with self._begin("iter_ports", page_size=page_size, fields=fields):
             ports = sorted(self.ports.values(), key=lambda p: p.uuid)
+        if fields is not None:  # as Ironic sends them: the others come back empty
+            kept = ("uuid", "node_uuid", "address", *fields)
+            ports = [IronicPort.from_ironic(_only(port, *kept)) for port in ports]
         return iter(ports)
 
     def create_port(
@@ -330,7 +337,7 @@ class FakeIronic:
             raise NotFound(f"Ironic: Port {port_uuid} could not be found.") from None
 
     def _new_port(self, node_uuid: str, address: str, **fields: Any) -> IronicPort:
-        address = address.lower()
+        address = _mac(address)
         if any(p.address == address for p in self.ports.values()):
             raise Conflict(f"Ironic refused to create port: MAC {address} already exists.")
         values = {
@@ -343,6 +350,19 @@ class FakeIronic:
         port = IronicPort(uuid=str(uuidlib.uuid4()), node_uuid=node_uuid, address=address, **values)
         self.ports[port.uuid] = port
         return port
+
+
+def _mac(address: str) -> str:
+    """The MAC as Ironic stores it; BadRequest for what is not one, as Ironic answers."""
+    try:
+        return normalise_mac(address)
+    except ValueError:
+        raise BadRequest(f"Ironic: Expected a MAC address but received {address}.") from None
+
+
+def _only(item: IronicNode | IronicPort, *fields: str) -> dict[str, Any]:
+    """The fields of `item` a listing that asked for `fields` receives."""
+    return {key: value for key, value in dataclasses.asdict(item).items() if key in fields}
 
 
 def _node_defaults() -> dict[str, Any]:
