@@ -21,6 +21,7 @@ from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.pool import NullPool
 
 from inspector.store import Store, schema
+from tests.fakes.redis_server import fake_redis
 
 #: Where the tests find PostgreSQL; `eval "$(scripts/services env)"` sets it.
 POSTGRESQL_ENV = "INSPECTOR_TEST_POSTGRESQL_URL"
@@ -229,6 +230,14 @@ def redis_server() -> str:
 def redis_url(redis_server: str) -> str:
     """A Redis server; isolate what a test writes by names (see `queue_name`)."""
     return redis_server
+
+
+@pytest.fixture
+def fakeredis_url() -> Iterator[str]:
+    """A fresh Redis inside the test process (fakeredis), for the contract suites whose
+    backend runs on it; per test, since it patches redis-py's INFO while it serves."""
+    with fake_redis() as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

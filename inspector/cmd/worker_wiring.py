@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from oslo_config import cfg
 
 from inspector.broker import channels
-from inspector.broker.tls import Tls
 from inspector.cmd.elections import Elections
 from inspector.cmd.wiring import closed_firewall, open_coordinator, outages, start_firewall
 from inspector.coordination import DLM
@@ -19,8 +18,7 @@ from inspector.firewall import demand, manager
 from inspector.ironic import IronicClient
 from inspector.ironic.lazy import LazyIronic
 from inspector.lifecycle import Lifecycle, Outages
-from inspector.notifications import drivers as notification_drivers
-from inspector.notifications import messaging, sender
+from inspector.notifications import choice, sender
 from inspector.periodic import runner
 from inspector.periodic.tasks import CleanUp
 from inspector.services import Backends
@@ -52,24 +50,12 @@ def worker_metrics(conf: cfg.ConfigOpts) -> WorkerMetrics | NoMetrics:
 
 def notification_sender(conf: cfg.ConfigOpts, db: Store, budget: Outages) -> sender.Sender:
     group = conf.notifications
-    chosen: list[notification_drivers.Driver] = []
-    for name in group.drivers:
-        if name == "http":
-            chosen.append(notification_drivers.HttpDriver(group.http_endpoint, group.http_timeout))
-        elif name == "log":
-            chosen.append(notification_drivers.LogDriver())
-        elif name == "messaging":
-            chosen.append(
-                messaging.MessagingDriver(
-                    group.transport_url or conf.queue.transport_url,
-                    exchange=group.exchange,
-                    topics=group.topics,
-                    publisher_id=f"inspector.{conf.host}",
-                    tls=Tls.from_conf(conf),
-                )
-            )
     return sender.Sender(
-        db, chosen, budget, poll_interval=group.poll_interval, max_backoff=group.max_backoff
+        db,
+        choice.build(conf),
+        budget,
+        poll_interval=group.poll_interval,
+        max_backoff=group.max_backoff,
     )
 
 

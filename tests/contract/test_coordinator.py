@@ -1,6 +1,8 @@
 """One suite for the coordinator, run on every backend: in-process, and tooz on each DLM
 the docs offer (Redis, etcd, ZooKeeper, memcached), each a real server of
-scripts/services: locks, their expiry and renewal, groups, leader election, outages."""
+scripts/services, and tooz's Redis driver on fakeredis too (in the test process, so not
+the checks with a second process): locks, their expiry and renewal, groups, leader
+election, outages."""
 
 import os
 import queue
@@ -24,13 +26,16 @@ from tests.integration.proxy import TcpProxy
 
 #: The tooz backends, each on its real server.
 TOOZ = [pytest.param(name, marks=pytest.mark.integration) for name in ("redis", *SERVICES)]
+#: The tooz backends a test process can reach: those, and Redis's on fakeredis (tooz
+#: cannot start in another process against it, see tests.fakes.redis_server).
+IN_PROCESS = [*TOOZ, "fakeredis"]
 #: A short lease for the tests that wait for one to expire.
 LEASE = 2
 
 
 def tooz_url(request, name: str) -> str:
-    if name == "redis":
-        base = request.getfixturevalue("redis_url").split("/0")[0]
+    if name in ("redis", "fakeredis"):
+        base = request.getfixturevalue(f"{name}_url").split("/0")[0]
         return f"{base}?timeout=5"
     url = dlm_url(name)
     if name == "zookeeper":  # its `timeout` is the session's: set from the lease
@@ -38,16 +43,22 @@ def tooz_url(request, name: str) -> str:
     return f"{url}?timeout=5"
 
 
-@pytest.fixture(params=["memory", *TOOZ])
+@pytest.fixture(params=["memory", *IN_PROCESS])
 def url(request):
     if request.param == "memory":
         return "memory://"
     return tooz_url(request, request.param)
 
 
+@pytest.fixture(params=IN_PROCESS)
+def lease_url(request):
+    """A DLM whose leases expire (not memory://)."""
+    return tooz_url(request, request.param)
+
+
 @pytest.fixture(params=TOOZ)
 def shared_url(request):
-    """A DLM that separate processes share (not memory://)."""
+    """A DLM that separate processes share."""
     return tooz_url(request, request.param)
 
 
@@ -63,17 +74,27 @@ def coordinators(url):
     second.stop()
 
 
-@pytest.fixture
-def short_leases(shared_url):
-    """Two members of a shared DLM whose leases last LEASE seconds."""
+def _short_leases(url):
     started = []
     for prefix in "ab":
-        coordinator = connect(shared_url, f"{prefix}-{uuid.uuid4().hex[:6]}", lease_seconds=LEASE)
+        coordinator = connect(url, f"{prefix}-{uuid.uuid4().hex[:6]}", lease_seconds=LEASE)
         coordinator.start()
         started.append(coordinator)
     yield started
     for coordinator in started:
         coordinator.stop()
+
+
+@pytest.fixture
+def short_leases(lease_url):
+    """Two members of a DLM whose leases last LEASE seconds."""
+    yield from _short_leases(lease_url)
+
+
+@pytest.fixture
+def shared_short_leases(shared_url):
+    """The same, on a DLM that separate processes share."""
+    yield from _short_leases(shared_url)
 
 
 def test_a_held_lock_excludes_others(coordinators):
@@ -240,11 +261,11 @@ class Holder:
         self.process.stdout.close()
 
 
-def test_a_frozen_holder_loses_its_lease_and_membership(short_leases):
+def test_a_frozen_holder_loses_its_lease_and_membership(shared_short_leases):
     """SIGSTOP, like a stalled VM: its lease and membership expire, not before the
     holder stops trusting its lease (SAFETY of it after its last renewal), and when it
     wakes up its next renewal tells it the lease is lost."""
-    _, other = short_leases
+    _, other = shared_short_leases
     name, group = f"leader-{uuid.uuid4().hex[:8]}", f"group-{uuid.uuid4().hex[:8]}"
     holder = Holder(other.url, name, group)
     try:
@@ -297,11 +318,11 @@ class Candidate:
         self.coordinator.stop()
 
 
-def test_one_leader_and_a_hand_over(shared_url):
+def test_one_leader_and_a_hand_over(lease_url):
     """Two processes' elections of one kind: exactly one leads; when it stops (SIGTERM:
     reset, release, leave), the other takes over."""
     kind = f"kind{uuid.uuid4().hex[:6]}"
-    candidates = [Candidate(shared_url, kind) for _ in range(2)]
+    candidates = [Candidate(lease_url, kind) for _ in range(2)]
     try:
         for candidate in candidates:
             candidate.election.start()
@@ -335,13 +356,13 @@ def _through(proxy: TcpProxy, url: str) -> str:
     return urllib.parse.urlunsplit(parts._replace(netloc=f"127.0.0.1:{proxy.port}"))
 
 
-def test_an_outage_is_service_unavailable_and_ends(shared_url):
+def test_an_outage_is_service_unavailable_and_ends(lease_url):
     """Cut from its DLM, a coordinator's calls raise ServiceUnavailable (what the
     elections and the outage budget act on), not the client library's errors, and a
     held lease does not renew; once the DLM is back, the calls work again."""
-    parts = urllib.parse.urlsplit(shared_url)
+    parts = urllib.parse.urlsplit(lease_url)
     with TcpProxy(parts.hostname, parts.port) as proxy:
-        coordinator = connect(_through(proxy, shared_url), "cut", lease_seconds=LEASE)
+        coordinator = connect(_through(proxy, lease_url), "cut", lease_seconds=LEASE)
         coordinator.start()
         try:
             group = f"group-{uuid.uuid4().hex[:8]}"

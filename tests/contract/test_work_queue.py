@@ -1,4 +1,5 @@
-"""The work queue contract, one suite run against every transport: memory, Redis, RabbitMQ.
+"""The work queue contract, one suite run against every transport: memory, Redis (on its
+server and on fakeredis, in the test process), RabbitMQ.
 
 What the worker relies on: at-least-once delivery, delayed retries, dead letters,
 prompt shutdown, one connection per thread, and two lanes (starts apart from the rest)
@@ -35,25 +36,23 @@ OTHER_LANE = {"continue": "inspect", "inspect": "continue"}
 MakeQueue = Callable[..., WorkQueue]
 
 
-@pytest.fixture(
-    params=[
-        pytest.param("memory"),
-        pytest.param("redis", marks=pytest.mark.integration),
-        pytest.param("rabbitmq", marks=pytest.mark.integration),
-    ]
-)
+#: The transports shared by several processes: Redis on its server and on fakeredis
+#: (which kombu in another process reaches over TCP too), RabbitMQ.
+SERVERS = [
+    pytest.param("redis", marks=pytest.mark.integration),
+    pytest.param("fakeredis"),
+    pytest.param("rabbitmq", marks=pytest.mark.integration),
+]
+
+
+@pytest.fixture(params=["memory", *SERVERS])
 def queue_url(request: pytest.FixtureRequest) -> str:
     if request.param == "memory":
         return "memory://"
     return request.getfixturevalue(f"{request.param}_url")
 
 
-@pytest.fixture(
-    params=[
-        pytest.param("redis", marks=pytest.mark.integration),
-        pytest.param("rabbitmq", marks=pytest.mark.integration),
-    ]
-)
+@pytest.fixture(params=SERVERS)
 def server_url(request: pytest.FixtureRequest) -> str:
     """The transports shared by several processes."""
     return request.getfixturevalue(f"{request.param}_url")

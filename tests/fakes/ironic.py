@@ -5,12 +5,13 @@ request it is made for (`history`; inspector.request_context's global request id
 counts them (`calls`), and can be told to fail the next N calls with ServiceUnavailable
 (`fail_next`), or what to do with the next power actions of a node (`plan_power`: done,
 lost as by a conductor restart, left pending, failed, refused). No HTTP, no retries, no
-waits.
+waits. tests/contract/test_ironic_client.py holds it to a real Ironic's answers.
 """
 
 import contextlib
 import copy
 import dataclasses
+import re
 import threading
 import uuid as uuidlib
 from collections.abc import Iterator, Sequence
@@ -20,6 +21,7 @@ from typing import Any
 from inspector import request_context
 from inspector.errors import BadRequest, Conflict, InspectorError, NotFound, ServiceUnavailable
 from inspector.ironic import IronicNode, IronicPort
+from inspector.macs import normalise_mac
 
 #: Power state a node reaches on each target (fake hardware gets there at once).
 POWER_TARGETS = {"power on": "power on", "power off": "power off", "rebooting": "power on"}
@@ -32,6 +34,13 @@ FAILED = "failed"  # the conductor failed it: target cleared, last_error set
 REFUSED = "refused"  # refused at once with a 400 (BadRequest)
 #: The last_error Ironic writes when its restarted conductor drops a pending action.
 ABORTED = "Pending power operation was aborted due to conductor restart"
+#: The boot devices a driver supports, as Ironic checks them (other drivers: any).
+BOOT_DEVICES = {"fake-hardware": {"pxe"}}
+#: A node name Ironic accepts: URL-unreserved characters only.
+NODE_NAME = re.compile(r"[A-Za-z0-9._~-]{1,255}")
+#: A trait Ironic accepts: a custom one, or (unlike Ironic, which checks os-traits' list)
+#: any name spelled like a standard one.
+TRAIT = re.compile(r"(CUSTOM_)?[A-Z0-9_]{1,248}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,6 +158,8 @@ class FakeIronic:
                 ),
                 key=lambda n: n.uuid,
             )
+        if fields is not None:  # as Ironic sends them: the others come back empty
+            nodes = [IronicNode.from_ironic(_only(node, "uuid", *fields)) for node in nodes]
         return iter(nodes)
 
     def inspected_since(
@@ -170,6 +181,8 @@ class FakeIronic:
     def create_node(self, *, driver: str, **fields: Any) -> IronicNode:
         with self._begin("create_node", driver=driver, **fields):
             name = fields.get("name")
+            if name is not None and not NODE_NAME.fullmatch(name):
+                raise BadRequest(f"Cannot create node with invalid name '{name}'")
             if name and any(n.name == name for n in self.nodes.values()):
                 raise Conflict(f"Ironic refused to create a node: name {name} is taken")
             node_uuid = fields.pop("uuid", None) or str(uuidlib.uuid4())
@@ -193,14 +206,17 @@ class FakeIronic:
 
     def port_owner(self, address: str) -> str | None:
         with self._begin("port_owner", address):
+            address = _mac(address)
             for port in self.ports.values():
-                if port.address == address.lower():
+                if port.address == address:
                     return port.node_uuid
             return None
 
     def add_trait(self, node_uuid: str, trait: str) -> None:
         with self._begin("add_trait", node_uuid, trait):
             self._node(node_uuid)
+            if not TRAIT.fullmatch(trait):
+                raise BadRequest(f"Ironic refused to add trait {trait}: not a valid trait")
             self.traits.setdefault(node_uuid, set()).add(trait)
 
     def remove_trait(self, node_uuid: str, trait: str) -> None:
@@ -212,7 +228,11 @@ class FakeIronic:
         self, node_uuid: str, device: str = "pxe", persistent: bool = False
     ) -> None:
         with self._begin("set_boot_device", node_uuid, device, persistent=persistent):
-            self._node(node_uuid)
+            supported = BOOT_DEVICES.get(self._node(node_uuid).driver)
+            if supported is not None and device not in supported:
+                raise BadRequest(
+                    f"Ironic refused to set the boot device: Invalid boot device {device}"
+                )
             self.boot_devices[node_uuid] = (device, persistent)
 
     def set_power_state(self, node_uuid: str, target: str) -> None:
@@ -238,6 +258,7 @@ class FakeIronic:
 
     def list_ports(self, node_uuid: str) -> list[IronicPort]:
         with self._begin("list_ports", node_uuid):
+            self._node(node_uuid)
             return sorted(
                 (p for p in self.ports.values() if p.node_uuid == node_uuid),
                 key=lambda p: p.uuid,
@@ -248,6 +269,9 @@ class FakeIronic:
     ) -> Iterator[IronicPort]:
         with self._begin("iter_ports", page_size=page_size, fields=fields):
             ports = sorted(self.ports.values(), key=lambda p: p.uuid)
+        if fields is not None:  # as Ironic sends them: the others come back empty
+            kept = ("uuid", "node_uuid", "address", *fields)
+            ports = [IronicPort.from_ironic(_only(port, *kept)) for port in ports]
         return iter(ports)
 
     def create_port(
@@ -261,7 +285,10 @@ class FakeIronic:
         physical_network: str | None = None,
     ) -> IronicPort:
         with self._begin("create_port", node_uuid, address, pxe_enabled=pxe_enabled, extra=extra):
-            self._node(node_uuid)
+            if node_uuid not in self.nodes:  # Ironic's 400, not 404: the body names it
+                raise BadRequest(
+                    f"Ironic refused to create a port: Node {node_uuid} could not be found."
+                )
             return self._new_port(
                 node_uuid,
                 address,
@@ -286,7 +313,7 @@ class FakeIronic:
     # ------------------------------------------------------------ internals
 
     @contextlib.contextmanager
-    def _begin(self, name: str, *args: Any, **kwargs: Any) -> Iterator[None]:
+    def _begin(self, name: str, /, *args: Any, **kwargs: Any) -> Iterator[None]:
         """Record the call, then fail it if told to; the state is locked while it runs."""
         with self._lock:
             headers = request_context.outgoing_headers()
@@ -310,7 +337,7 @@ class FakeIronic:
             raise NotFound(f"Ironic: Port {port_uuid} could not be found.") from None
 
     def _new_port(self, node_uuid: str, address: str, **fields: Any) -> IronicPort:
-        address = address.lower()
+        address = _mac(address)
         if any(p.address == address for p in self.ports.values()):
             raise Conflict(f"Ironic refused to create port: MAC {address} already exists.")
         values = {
@@ -323,6 +350,19 @@ class FakeIronic:
         port = IronicPort(uuid=str(uuidlib.uuid4()), node_uuid=node_uuid, address=address, **values)
         self.ports[port.uuid] = port
         return port
+
+
+def _mac(address: str) -> str:
+    """The MAC as Ironic stores it; BadRequest for what is not one, as Ironic answers."""
+    try:
+        return normalise_mac(address)
+    except ValueError:
+        raise BadRequest(f"Ironic: Expected a MAC address but received {address}.") from None
+
+
+def _only(item: IronicNode | IronicPort, *fields: str) -> dict[str, Any]:
+    """The fields of `item` a listing that asked for `fields` receives."""
+    return {key: value for key, value in dataclasses.asdict(item).items() if key in fields}
 
 
 def _node_defaults() -> dict[str, Any]:

@@ -1,6 +1,8 @@
 """Our Ironic client against a real standalone Ironic (fake-hardware, noauth).
 
 What the client does is checked in Ironic itself, over plain REST (the `ironic_api` fixture).
+What it answers, and the errors it raises, are the contract in
+tests/contract/test_ironic_client.py, which holds the tests' fake Ironic to the same.
 """
 
 import socket
@@ -76,17 +78,6 @@ def test_get_node_by_uuid_and_by_name(ironic, ironic_api):
     assert by_uuid.maintenance is False
     assert by_uuid.inspect_interface == enrolled["inspect_interface"]
     assert by_uuid.power_state == enrolled["power_state"]
-
-
-def test_unknown_node_is_not_found(ironic):
-    # Ironic's 404 in ironic-inspector's words (its common.ironic.NotFound)
-    unknown = "9e0c2a0c-1111-4d2e-ae87-c02d7f33c123"
-    with pytest.raises(NotFound) as caught:
-        ironic.get_node(unknown)
-    assert caught.value.message == f"Node {unknown} was not found in Ironic"
-    with pytest.raises(NotFound) as caught:
-        ironic.get_node("no-such-node-name")
-    assert caught.value.message == "Node no-such-node-name was not found in Ironic"
 
 
 def test_list_ports_is_that_nodes_ports_in_one_request(recorded, ironic_api):

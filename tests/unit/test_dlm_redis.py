@@ -1,8 +1,7 @@
-"""tooz's Redis driver as our coordinator drives it, on fakeredis (no server): the
-contract suite's Redis checks (locks, lease renewal and expiry, groups, leader
-election) and the shim over tooz's private `_make_client`. The real Redis runs the
-whole contract in tests/contract/test_coordinator.py (its checks with a second
-process, or through a proxy, only there)."""
+"""tooz's Redis driver as our coordinator drives it, on fakeredis (no server): the shim
+over tooz's private `_make_client`, and a holder that stops renewing in this process.
+The contract (tests/contract/test_coordinator.py) runs on fakeredis too, but for its
+checks with a second process, which tooz cannot start against fakeredis."""
 
 import inspect
 import uuid
@@ -48,33 +47,6 @@ def short_leases(url):
         coordinator.stop()
 
 
-@pytest.mark.parametrize(
-    "check",
-    [
-        contract.test_a_held_lock_excludes_others,
-        contract.test_different_names_do_not_conflict,
-        contract.test_lock_is_released_when_the_block_raises,
-        contract.test_only_one_of_many_threads_holds_it,
-        contract.test_groups_list_their_live_members,
-    ],
-    ids=lambda check: check.__name__.removeprefix("test_"),
-)
-def test_locks_and_groups(pair, check):
-    check(pair)
-
-
-@pytest.mark.parametrize(
-    "check",
-    [
-        contract.test_a_renewed_lease_outlives_its_timeout,
-        contract.test_a_released_lease_cannot_be_renewed,
-    ],
-    ids=lambda check: check.__name__.removeprefix("test_"),
-)
-def test_leases(short_leases, check):
-    check(short_leases)
-
-
 def test_a_holder_that_stops_renewing_loses_its_lease_and_membership(short_leases):
     """The contract's frozen holder, in this process (tooz cannot start in another one
     against fakeredis, see tests.fakes.redis_server): its heartbeat stops, its lease
@@ -96,10 +68,6 @@ def test_a_holder_that_stops_renewing_loses_its_lease_and_membership(short_lease
     assert taken.renew()
     assert other.try_lease(name) is None
     taken.release()
-
-
-def test_leader_election(url):
-    contract.test_one_leader_and_a_hand_over(url)
 
 
 def test_make_client_is_what_the_shim_wraps():

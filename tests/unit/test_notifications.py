@@ -6,9 +6,11 @@ import time
 import pytest
 
 from inspector import errors
+from inspector.conf import notifications as notifications_opts
 from inspector.coordination.election import Leadership
 from inspector.lifecycle import Lifecycle, Outages
 from inspector.machine import Event, Machine, State
+from inspector.notifications import choice
 from inspector.notifications.drivers import DeliveryFailed
 from inspector.notifications.sender import Sender
 from inspector.store import Store, schema
@@ -144,3 +146,19 @@ def test_a_deposed_sender_sends_nothing(store):
     with pytest.raises(errors.InspectorError):
         sender(store, receiver).deliver_due(lead)
     assert receiver.accepted == []
+
+
+def test_the_option_offers_the_drivers_of_the_table():
+    (option,) = [o for o in notifications_opts.OPTS if o.name == "drivers"]
+    assert sorted(option.type.item_type.choices) == sorted(choice.DRIVERS)
+
+
+def test_each_named_driver_is_built_in_the_options_order(conf):
+    names = ["messaging", "log", "http"]
+    conf.set_override("drivers", names, group="notifications")
+    conf.set_override("http_endpoint", "http://127.0.0.1:1/notify", group="notifications")
+    conf.set_override("transport_url", "amqp://127.0.0.1:1//", group="notifications")
+    drivers = choice.build(conf)  # nothing connects yet
+    assert [driver.name for driver in drivers] == names
+    assert drivers[0].url == "amqp://127.0.0.1:1//"
+    assert drivers[2].endpoint == "http://127.0.0.1:1/notify"
