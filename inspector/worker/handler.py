@@ -86,11 +86,10 @@ class Handler:
         request = delivery.request
         with context_of(request):
             unusable = self._unusable(delivery)
-            if unusable is not None:
-                delivery.dead_letter(unusable)
+            if unusable is not None or request is None:  # (_unusable says why without one)
+                delivery.dead_letter(unusable or "malformed request")
                 self.metrics.transition(_event_name(request), outcomes.DEAD_LETTERED)
                 return
-            assert request is not None  # _unusable refuses a delivery without one
             with self.coordinator.try_lock(lock_name(request.node_uuid)) as held:
                 if not held:
                     self._log(request, logging.DEBUG, "node is locked by another worker: later")
@@ -328,9 +327,7 @@ class Handler:
             self.store.reject(node.uuid, request.request_id, event, node.state, message)
         return outcomes.REFUSED
 
-    def _log(
-        self, request: Request, level: int, message: str, *args: object, **kwargs: Any
-    ) -> None:
+    def _log(self, request: Request, level: int, message: str, *args: Any, **kwargs: Any) -> None:
         LOG.log(
             level,
             "[node %s req %s %s] " + message,
