@@ -112,7 +112,8 @@ def process(
     )
     context.data.pop("logs", None)
     # Before hooks and rules, so that both can act on it.
-    context.data[DRIFT] = drift.document(*(base or (None, None)), raw)
+    base_id, base_data = base or (None, None)
+    context.data[DRIFT] = drift.document(base_id, base_data, raw)
     hook_plugins.run(hooks if hooks is not None else hook_plugins.load(conf), context)
     applicable = [rule for rule in rules if rule_engine.applies(rule, node)]
     matched = rule_engine.evaluate(applicable, context)
