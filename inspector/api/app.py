@@ -67,7 +67,9 @@ def create_app(
     app.json.sort_keys = False  # type: ignore[attr-defined]  # Flask's DefaultJSONProvider
     app.url_map.strict_slashes = False
     # Innermost: the time a request may spend on the backends starts with the view.
-    app.wsgi_app = deadline.Bounded(app.wsgi_app, conf.api.request_timeout)  # type: ignore[method-assign]  # Flask's way to add middleware
+    # (Flask's way to add WSGI middleware is to assign its `wsgi_app` method.)
+    bounded = deadline.Bounded(app.wsgi_app, conf.api.request_timeout)
+    app.wsgi_app = bounded  # type: ignore[method-assign]  # see above
     app.extensions[EXTENSION] = Services(
         conf=conf,
         store=store,
@@ -80,9 +82,10 @@ def create_app(
     app.before_request(request_ids.name_node)
     app.before_request(versions.negotiate)
     # Inside the version stamp (its answers name the versions too).
-    app.wsgi_app = bodies.BoundedBodies(  # type: ignore[method-assign]  # as above
+    bodies_bounded = bodies.BoundedBodies(
         app.wsgi_app, conf.api.max_request_body_size, conf.api.max_continue_body_size
     )
+    app.wsgi_app = bodies_bounded  # type: ignore[method-assign]  # see above
     errors.register(app)
     for blueprint in (root, introspection, history, rules, report, ramdisk, health):
         app.register_blueprint(blueprint.blueprint)
@@ -90,12 +93,11 @@ def create_app(
     auth.install(app, conf)
     app.before_request(request_ids.name_caller)  # after authentication's hook
     # Outside authentication's middleware: its failures are answered in our format too.
-    # Flask's way to add WSGI middleware is to assign its `wsgi_app` method.
     wrapped: WSGIApplication = errors.Shield(
         app.wsgi_app, 500, errors.GENERIC_MESSAGE, "a middleware"
     )
     wrapped = versions.Stamp(wrapped)
     if conf.oslo_middleware.enable_proxy_headers_parsing:
         wrapped = ProxyFix(wrapped, x_for=1, x_proto=1, x_host=1, x_port=1, x_prefix=1)
-    app.wsgi_app = request_ids.install(wrapped, conf)  # type: ignore[method-assign,assignment]  # as above
+    app.wsgi_app = request_ids.install(wrapped, conf)  # type: ignore[method-assign,assignment]
     return app
