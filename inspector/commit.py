@@ -11,7 +11,7 @@ import logging
 
 from inspector import request_context
 from inspector.machine import RequestStatus, Transition
-from inspector.store import UNSET, NodeRecord, Store
+from inspector.store import UNSET, NodeRecord, WorkerStore
 from inspector.store.nodes import Unset
 from inspector.store.transitions import change_for
 
@@ -19,7 +19,7 @@ LOG = logging.getLogger(__name__)
 
 
 def commit(
-    store: Store,
+    store: WorkerStore,
     node_uuid: str,
     node: NodeRecord | None,
     transition: Transition,
@@ -45,10 +45,10 @@ def commit(
     )
     committed = store.apply(change, node)
     # The node once: an API request's context names it on the line already.
-    node = "" if request_context.names_node(node_uuid) else f"node {node_uuid} "
+    named = "" if request_context.names_node(node_uuid) else f"node {node_uuid} "
     LOG.info(
         "[%sreq %s %s] %s -> %s%s",
-        node,
+        named,
         request_id,
         transition.event,
         transition.source,

@@ -4,6 +4,8 @@ Third-party exceptions are wrapped into these by the module that calls the libra
 nothing outside that module sees a SQLAlchemy, tooz, kombu, keystoneauth or urllib3 error.
 """
 
+from typing import Any
+
 
 class InspectorError(Exception):
     """Root of all our errors."""
@@ -80,7 +82,7 @@ class ServiceUnavailable(InspectorError):
     http_status = 503
     retryable = True
 
-    def __init__(self, message: str, *, service: str | None = None, **kwargs) -> None:
+    def __init__(self, message: str, *, service: str | None = None, **kwargs: Any) -> None:
         super().__init__(message, **kwargs)
         self.service = service
 

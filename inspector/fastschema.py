@@ -45,7 +45,7 @@ def fast_check(schema: dict) -> Check | None:
     # looked up in C first; the predicate itself decides only when that says no.
     item_schema = schema.get("items")
     item_types = (
-        frozenset(t for name in _names(item_schema["type"]) for t in _TYPES[name])
+        frozenset(t for name in _names(item_schema["type"]) or () for t in _TYPES[name])
         if isinstance(item_schema, dict) and set(item_schema) == {"type"}
         else None
     )

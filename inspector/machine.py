@@ -9,6 +9,7 @@ It does no I/O: callers load the state, ask `Machine.advance`, and commit the re
 
 import dataclasses
 import enum
+from typing import cast
 
 from automaton import exceptions as automaton_errors
 from automaton import machines
@@ -142,7 +143,9 @@ class Row:
         return _ON_ENTRY[self.target][1]
 
 
-def _error_rows(states: tuple[State, ...], event: Event, reason: str | None, note: str):
+def _error_rows(
+    states: tuple[State, ...], event: Event, reason: str | None, note: str
+) -> tuple[Row, ...]:
     return tuple(Row(s, event, State.ERROR, "addition", note, reason) for s in states)
 
 
@@ -237,7 +240,7 @@ class Machine:
         except automaton_errors.NotFound as exc:
             where = "a node with no introspection" if state is None else f"state {state}"
             raise InvalidTransition(f"event {event} is not allowed in {where}") from exc
-        target = State(fsm.current_state)
+        target = State(cast(str, fsm.current_state))  # set: it just processed an event
         return self._transition(self._rows[(state, Event(event))], target)
 
     def resume(self, source: State | None, event: Event, target: State) -> Transition:

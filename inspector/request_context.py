@@ -14,6 +14,7 @@ import contextvars
 import logging
 import re
 from collections.abc import Iterator
+from typing import Any
 
 from oslo_context import context as oslo_context
 
@@ -33,7 +34,7 @@ _CURRENT: contextvars.ContextVar["Context | None"] = contextvars.ContextVar(
 class Context(oslo_context.RequestContext):
     """oslo.context's RequestContext, kept out of its thread store (see `bound`)."""
 
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(overwrite=False, **kwargs)
 
     def update_store(self) -> None:

@@ -3,6 +3,7 @@
 Generated documentation only; it decides nothing. `python -m inspector.statechart`.
 """
 
+import enum
 import sys
 
 from inspector.machine import (
@@ -10,6 +11,7 @@ from inspector.machine import (
     STRICT_EVENTS,
     TABLE,
     Row,
+    State,
 )
 
 HEADER = """# Introspection states
@@ -45,11 +47,11 @@ Rows marked *design* are the original HA design's table, exactly; rows marked
 """
 
 
-def _name(state) -> str:
+def _name(state: State | None) -> str:
     return "(none)" if state is None else state.value
 
 
-def _value(member) -> str:
+def _value(member: enum.Enum | None) -> str:
     return "-" if member is None else member.value
 
 

@@ -3,6 +3,10 @@ blueprints. No module-level app: `create_app(conf, ...)` builds a new one each t
 backends it is given.
 """
 
+from collections.abc import Callable
+from typing import Any
+from wsgiref.types import WSGIApplication
+
 import flask
 from oslo_config import cfg
 from werkzeug.middleware.proxy_fix import ProxyFix
@@ -35,11 +39,11 @@ class InspectorFlask(flask.Flask):
     """Flask, asking once per view or hook whether it is a coroutine function: Flask's
     own `ensure_sync` inspects every one on every call, several times a request."""
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._synchronous: dict = {}
+        self._synchronous: dict[Callable[..., Any], Callable[..., Any]] = {}
 
-    def ensure_sync(self, func):
+    def ensure_sync(self, func: Callable[..., Any]) -> Callable[..., Any]:
         sync = self._synchronous.get(func)
         if sync is None:
             sync = self._synchronous[func] = super().ensure_sync(func)
@@ -60,10 +64,12 @@ def create_app(
     # The body limit of every route but /v1/continue, whose view sets its own (larger:
     # ramdisk logs) before reading the body; werkzeug refuses more with 413.
     app.config["MAX_CONTENT_LENGTH"] = conf.api.max_request_body_size
-    app.json.sort_keys = False
+    app.json.sort_keys = False  # type: ignore[attr-defined]  # Flask's DefaultJSONProvider
     app.url_map.strict_slashes = False
     # Innermost: the time a request may spend on the backends starts with the view.
-    app.wsgi_app = deadline.Bounded(app.wsgi_app, conf.api.request_timeout)
+    # (Flask's way to add WSGI middleware is to assign its `wsgi_app` method.)
+    bounded = deadline.Bounded(app.wsgi_app, conf.api.request_timeout)
+    app.wsgi_app = bounded  # type: ignore[method-assign]  # see above
     app.extensions[EXTENSION] = Services(
         conf=conf,
         store=store,
@@ -76,9 +82,10 @@ def create_app(
     app.before_request(request_ids.name_node)
     app.before_request(versions.negotiate)
     # Inside the version stamp (its answers name the versions too).
-    app.wsgi_app = bodies.BoundedBodies(
+    bodies_bounded = bodies.BoundedBodies(
         app.wsgi_app, conf.api.max_request_body_size, conf.api.max_continue_body_size
     )
+    app.wsgi_app = bodies_bounded  # type: ignore[method-assign]  # see above
     errors.register(app)
     for blueprint in (root, introspection, history, rules, report, ramdisk, health):
         app.register_blueprint(blueprint.blueprint)
@@ -86,9 +93,11 @@ def create_app(
     auth.install(app, conf)
     app.before_request(request_ids.name_caller)  # after authentication's hook
     # Outside authentication's middleware: its failures are answered in our format too.
-    app.wsgi_app = errors.Shield(app.wsgi_app, 500, errors.GENERIC_MESSAGE, "a middleware")
-    app.wsgi_app = versions.Stamp(app.wsgi_app)
+    wrapped: WSGIApplication = errors.Shield(
+        app.wsgi_app, 500, errors.GENERIC_MESSAGE, "a middleware"
+    )
+    wrapped = versions.Stamp(wrapped)
     if conf.oslo_middleware.enable_proxy_headers_parsing:
-        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=1, x_proto=1, x_host=1, x_port=1, x_prefix=1)
-    app.wsgi_app = request_ids.install(app.wsgi_app, conf)
+        wrapped = ProxyFix(wrapped, x_for=1, x_proto=1, x_host=1, x_port=1, x_prefix=1)
+    app.wsgi_app = request_ids.install(wrapped, conf)  # type: ignore[method-assign,assignment]
     return app

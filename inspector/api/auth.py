@@ -6,7 +6,8 @@ Routes marked @public need no credentials. What a caller may do is decided by po
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
+from wsgiref.types import WSGIApplication
 
 import flask
 from oslo_config import cfg
@@ -73,15 +74,18 @@ class RequestContext(oslo_context.RequestContext):
 
 
 Identify = Callable[[flask.Request], RequestContext]
+#: keystonemiddleware's AuthProtocol or a test's stand-in, called as factory(app, options).
+MiddlewareFactory = Callable[[WSGIApplication, dict[str, Any]], WSGIApplication]
+_View = TypeVar("_View", bound=Callable[..., Any])
 
 
-def public(view):
+def public(view: _View) -> _View:
     """Decorator: the view needs no credentials (API roots, the ramdisk's /v1/continue)."""
     setattr(view, PUBLIC_MARKER, True)
     return view
 
 
-def is_public(view) -> bool:
+def is_public(view: object) -> bool:
     return getattr(view, PUBLIC_MARKER, False) is True
 
 
@@ -168,7 +172,9 @@ def keystone_problems(conf: cfg.ConfigOpts) -> list[str]:
     return []
 
 
-def _wrap_keystone(app: flask.Flask, conf: cfg.ConfigOpts, middleware_factory) -> None:
+def _wrap_keystone(
+    app: flask.Flask, conf: cfg.ConfigOpts, middleware_factory: MiddlewareFactory | None
+) -> None:
     from keystonemiddleware import auth_token  # noqa: PLC0415
     from keystonemiddleware import exceptions as ksm_exceptions  # noqa: PLC0415
 
@@ -191,7 +197,9 @@ def _wrap_keystone(app: flask.Flask, conf: cfg.ConfigOpts, middleware_factory) -
     # What it raises (a catalog without an identity endpoint, a URI for its 401 it cannot
     # find) happens outside Flask: an answer in our format, not the server's empty 500.
     # (Keystone unreachable is not one: it defers, and the request gets our 401.)
-    app.wsgi_app = errors.Shield(middleware, 503, KEYSTONE_FAILED, "the authentication middleware")
+    app.wsgi_app = errors.Shield(  # type: ignore[method-assign]  # Flask's way to add middleware
+        middleware, 503, KEYSTONE_FAILED, "the authentication middleware"
+    )
 
 
 def _authenticate(identify: Identify) -> None:
@@ -207,7 +215,9 @@ def _authenticate(identify: Identify) -> None:
     flask.g.credentials = context.to_policy_values()
 
 
-def install(app: flask.Flask, conf: cfg.ConfigOpts, *, middleware_factory=None) -> None:
+def install(
+    app: flask.Flask, conf: cfg.ConfigOpts, *, middleware_factory: MiddlewareFactory | None = None
+) -> None:
     """Set up conf.auth_strategy on the app.
 
     middleware_factory replaces keystonemiddleware's AuthProtocol (tests only); it is

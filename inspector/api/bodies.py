@@ -7,6 +7,9 @@ before the application runs. Never a 500, never more than the limit read.
 
 import io
 import logging
+from collections.abc import Iterable
+from typing import BinaryIO
+from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
 from inspector.api import errors, server
 
@@ -33,7 +36,7 @@ class TooManyChunks(Exception):
     pass
 
 
-def read_bounded(stream, limit: int) -> bytes:
+def read_bounded(stream: BinaryIO, limit: int) -> bytes:
     """All of `stream` if it holds at most `limit` bytes; BodyTooLarge as soon as it
     holds more (having read at most `limit` + one piece), TooManyChunks when the server
     shows its chunks and there are more than the limit allows."""
@@ -56,22 +59,22 @@ class BoundedBodies:
     """Checks the framing and length of every request body and reads it (up to the limit)
     before the application sees it; it hands the body on, with its length."""
 
-    def __init__(self, app, limit: int, continue_limit: int) -> None:
+    def __init__(self, app: WSGIApplication, limit: int, continue_limit: int) -> None:
         self.app = app
         self.limit = limit
         self.continue_limit = continue_limit
 
-    def limit_of(self, environ) -> int:
+    def limit_of(self, environ: WSGIEnvironment) -> int:
         path = environ.get("PATH_INFO", "").rstrip("/")
         return self.continue_limit if path.endswith(CONTINUE_PATH) else self.limit
 
-    def __call__(self, environ, start_response):
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         refusal = self.refusal(environ)
         if refusal is not None:
             return refuse(start_response, *refusal)
         return self.app(environ, start_response)
 
-    def refusal(self, environ) -> tuple[int, str] | None:
+    def refusal(self, environ: WSGIEnvironment) -> tuple[int, str] | None:
         """Why the body is refused (status, message), or None; a body it accepts is left
         in the environ, read, with its length."""
         length = environ.get("CONTENT_LENGTH")
@@ -86,7 +89,7 @@ class BoundedBodies:
         return take_chunked(environ, self.limit_of(environ)) if chunked else None
 
 
-def take_sized(environ) -> tuple[int, str] | None:
+def take_sized(environ: WSGIEnvironment) -> tuple[int, str] | None:
     """Read a body of CONTENT_LENGTH bytes into the environ, or say why not: it stopped
     before its length (the client hung up, or was silent past the server's timeout)."""
     length, stream = int(environ["CONTENT_LENGTH"]), environ["wsgi.input"]
@@ -116,7 +119,7 @@ def take_sized(environ) -> tuple[int, str] | None:
     return None
 
 
-def take_chunked(environ, limit: int) -> tuple[int, str] | None:
+def take_chunked(environ: WSGIEnvironment, limit: int) -> tuple[int, str] | None:
     """Read a chunked body into the environ (with its length), or say why not."""
     try:
         body = read_bounded(environ["wsgi.input"], limit)
@@ -143,7 +146,7 @@ def too_large(limit: int) -> str:
     return f"The request body is larger than this route's limit of {limit} bytes"
 
 
-def refuse(start_response, status: int, message: str) -> list[bytes]:
+def refuse(start_response: StartResponse, status: int, message: str) -> list[bytes]:
     """An error answer in the API's format. The connection is closed after it: the
     rest of the body may still be on its way."""
     line, headers, body = errors.plain_answer(status, message)

@@ -3,6 +3,8 @@ moment a request's headers are read: every backend call made for the request see
 (inspector.deadlines), and none starts after it."""
 
 import time
+from collections.abc import Iterable
+from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
 from inspector import deadlines
 
@@ -13,10 +15,10 @@ class Bounded:
     #: The clock the deadlines are on (a test's own in tests).
     clock = staticmethod(time.monotonic)
 
-    def __init__(self, app, seconds: float) -> None:
+    def __init__(self, app: WSGIApplication, seconds: float) -> None:
         self.app = app
         self.seconds = seconds
 
-    def __call__(self, environ, start_response):
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         with deadlines.bound(self.seconds, self.clock):
             return self.app(environ, start_response)

@@ -9,6 +9,9 @@ import http as http_status
 import json
 import logging
 import sys
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
 import flask
 from werkzeug import exceptions as http
@@ -18,6 +21,9 @@ from inspector import redaction
 from inspector.api import request_ids
 from inspector.api.guard import RateLimited
 from inspector.errors import InspectorError, ServiceUnavailable
+
+if TYPE_CHECKING:
+    from _typeshed import OptExcInfo
 
 LOG = logging.getLogger(__name__)
 
@@ -96,16 +102,18 @@ class Shield:
     format, and logged as one line naming `what` failed (its stack at debug level),
     instead of the server's empty 500."""
 
-    def __init__(self, app, status: int, message: str, what: str) -> None:
+    def __init__(self, app: WSGIApplication, status: int, message: str, what: str) -> None:
         self.app = app
         self.status = status
         self.message = message
         self.what = what
 
-    def __call__(self, environ, start_response):
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         started = []
 
-        def start(status, headers, exc_info=None):
+        def start(
+            status: str, headers: list[tuple[str, str]], exc_info: "OptExcInfo | None" = None
+        ) -> Callable[[bytes], object]:
             started.append(status)
             return start_response(status, headers, exc_info)
 

@@ -4,6 +4,7 @@
 """
 
 import flask
+from flask.typing import ResponseReturnValue
 
 from inspector import errors
 from inspector.api import auth
@@ -14,7 +15,7 @@ blueprint = flask.Blueprint("health", __name__)
 
 @blueprint.get("/healthcheck")
 @auth.public
-def healthcheck():
+def healthcheck() -> ResponseReturnValue:
     try:
         services().store.ping()
     except errors.InspectorError as exc:

@@ -5,6 +5,7 @@ two of them. Below 1.19 these routes do not exist (404)."""
 from typing import Any
 
 import flask
+from flask.typing import ResponseReturnValue
 
 from inspector import errors
 from inspector.api import intents, links, params, versions
@@ -60,7 +61,7 @@ def _ident(value: str, node_uuid: str) -> int:
 
 
 @blueprint.get("/v1/introspection/<node_id>/history")
-def history(node_id: str):
+def history(node_id: str) -> ResponseReturnValue:
     params.only("marker", "limit")
     node_uuid = _node(node_id, "introspection:status", "The introspection history")
     if node_uuid is None:
@@ -75,7 +76,7 @@ def history(node_id: str):
     return {"history": [_entry(node_uuid, entry, under) for entry in entries]}
 
 
-def _found(node_uuid: str | None, ident: str):
+def _found(node_uuid: str | None, ident: str) -> tuple[EntryRecord, dict[str, Any]]:
     """The entry `ident` of the node's history and its data; 404 naming what is unknown."""
     if node_uuid is None:
         raise errors.NotFound(f"Introspection {ident} not found: no data is stored")
@@ -86,7 +87,7 @@ def _found(node_uuid: str | None, ident: str):
     return found
 
 
-def _data(node_id: str, ident: str, kind: str):
+def _data(node_id: str, ident: str, kind: str) -> flask.Response:
     node_uuid = _node(node_id, "introspection:data", "The data of a past introspection")
     entry, data = _found(node_uuid, ident)
     if data[kind] is None:
@@ -95,19 +96,19 @@ def _data(node_id: str, ident: str, kind: str):
 
 
 @blueprint.get("/v1/introspection/<node_id>/history/<ident>/data")
-def history_data(node_id: str, ident: str):
+def history_data(node_id: str, ident: str) -> ResponseReturnValue:
     params.only()
     return _data(node_id, ident, "processed")
 
 
 @blueprint.get("/v1/introspection/<node_id>/history/<ident>/data/unprocessed")
-def history_unprocessed(node_id: str, ident: str):
+def history_unprocessed(node_id: str, ident: str) -> ResponseReturnValue:
     params.only()
     return _data(node_id, ident, "raw")
 
 
 @blueprint.get("/v1/introspection/<node_id>/drift")
-def node_drift(node_id: str):
+def node_drift(node_id: str) -> ResponseReturnValue:
     params.only("from", "to")
     node_uuid = _node(node_id, "introspection:data", "The hardware drift")
     if node_uuid is None:

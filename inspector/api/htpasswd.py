@@ -102,7 +102,7 @@ class UserFile:
         self._stat = stat
         self._lock = threading.Lock()
         try:
-            self._seen = _signature(stat(path))
+            self._seen: tuple[int, int, int] | None = _signature(stat(path))
             self._users = self._read()
         except OSError as exc:
             raise ConfigError(

@@ -10,6 +10,7 @@ effect is answered as its first attempt was, and takes effect only once (`arrive
 import dataclasses
 import logging
 from datetime import timedelta
+from typing import Any
 
 from inspector import errors, request_context
 from inspector.api.context import Services
@@ -176,7 +177,9 @@ def record(
     return committed
 
 
-def new_request(node_uuid: str, event: str, request_id: str | None = None, **fields) -> Request:
+def new_request(
+    node_uuid: str, event: str, request_id: str | None = None, **fields: Any
+) -> Request:
     """The request to record and enqueue: under `request_id`, else under the API
     request's own id (the X-OpenStack-Request-Id of its answer; a new id outside one),
     carrying the API request's global request id to the worker."""

@@ -3,13 +3,16 @@
 import dataclasses
 
 import flask
+from flask.typing import ResponseReturnValue
 
 from inspector import errors, request_context
 from inspector.api import intents, links, params, request_ids, schemas, status, versions
 from inspector.api.context import services
+from inspector.ironic import IronicNode
 from inspector.ironic.client import RESERVED_NODE_PATHS
 from inspector.machine import Event
 from inspector.processing import payload
+from inspector.store import NodeRecord
 
 blueprint = flask.Blueprint("introspection", __name__)
 
@@ -34,11 +37,11 @@ def resolve(ident: str) -> str:
     return node_uuid
 
 
-def stored(node_uuid: str):
+def stored(node_uuid: str) -> NodeRecord:
     return existing(node_uuid, intents.load(services(), node_uuid))
 
 
-def existing(node_uuid: str, node):
+def existing(node_uuid: str, node: NodeRecord | None) -> NodeRecord:
     """The node as read; 404 when it has no introspection (None)."""
     if node is None:
         raise errors.NotFound(not_in_cache(node_uuid))
@@ -71,8 +74,8 @@ def arrive(node_uuid: str, event: Event) -> intents.Arrival:
     return intents.arrive(services(), node_uuid, event, request_ids.incoming(flask.request.headers))
 
 
-def _check_provision_state(node) -> None:
-    allowed = VALID_PROVISION_STATES
+def _check_provision_state(node: IronicNode) -> None:
+    allowed: tuple[str, ...] = VALID_PROVISION_STATES
     if services().conf.processing.permit_active_introspection:
         allowed += ACTIVE_PROVISION_STATES
     if node.provision_state not in allowed:
@@ -84,7 +87,7 @@ def _check_provision_state(node) -> None:
 
 
 @blueprint.post("/v1/introspection/<node_id>")
-def start(node_id: str):
+def start(node_id: str) -> ResponseReturnValue:
     authorize("introspection:start")
     params.only("manage_boot")
     manage_boot = params.boolean("manage_boot", default=True)
@@ -109,14 +112,14 @@ def start(node_id: str):
 
 
 @blueprint.get("/v1/introspection/<node_id>")
-def get_status(node_id: str):
+def get_status(node_id: str) -> ResponseReturnValue:
     authorize("introspection:status")
     params.only()
     return status.status(stored(resolve(node_id)))
 
 
 @blueprint.get("/v1/introspection")
-def list_statuses():
+def list_statuses() -> ResponseReturnValue:
     authorize("introspection:status")
     params.only("marker", "limit", "state")
     svc = services()
@@ -128,7 +131,7 @@ def list_statuses():
 
 
 @blueprint.post("/v1/introspection/<node_id>/abort")
-def abort(node_id: str):
+def abort(node_id: str) -> ResponseReturnValue:
     authorize("introspection:abort")
     params.only()
     node_uuid = resolve(node_id)
@@ -139,7 +142,7 @@ def abort(node_id: str):
     return {}, 202
 
 
-def _data(node_id: str, *, processed: bool):
+def _data(node_id: str, *, processed: bool) -> flask.Response:
     authorize("introspection:data")
     params.only()
     svc = services()
@@ -153,18 +156,18 @@ def _data(node_id: str, *, processed: bool):
 
 
 @blueprint.get("/v1/introspection/<node_id>/data")
-def get_data(node_id: str):
+def get_data(node_id: str) -> ResponseReturnValue:
     return _data(node_id, processed=True)
 
 
 @blueprint.get("/v1/introspection/<node_id>/data/unprocessed")
-def get_unprocessed(node_id: str):
+def get_unprocessed(node_id: str) -> ResponseReturnValue:
     # Added in 1.17, served at any version: the openstack CLI plugin asks for it at 1.0.
     return _data(node_id, processed=False)
 
 
 @blueprint.post("/v1/introspection/<node_id>/data/unprocessed")
-def reapply(node_id: str):
+def reapply(node_id: str) -> ResponseReturnValue:
     authorize("introspection:reapply")
     params.only()
     svc = services()

@@ -7,6 +7,7 @@ logged."""
 import json
 import logging
 import threading
+from typing import TYPE_CHECKING, Any
 
 from oslo_config import cfg
 from oslo_log import formatters
@@ -14,6 +15,9 @@ from oslo_log import log as oslo_log
 
 from inspector import __version__, redaction, request_context
 from inspector.errors import ConfigError
+
+if TYPE_CHECKING:
+    from _typeshed import OptExcInfo
 
 #: oslo.log's product name: the logger of uncaught exceptions, the formatters' project.
 PRODUCT = "inspector"
@@ -63,14 +67,15 @@ class _Redacting:
     (even when the call did not pass it) to a WARNING or worse line as its `error
     summary`. Both are masked here."""
 
-    def formatException(self, ei, *args, **kwargs):
-        text = super().formatException(ei, *args, **kwargs)
+    def formatException(self, ei: "OptExcInfo", *args: Any, **kwargs: Any) -> str | list[str]:
+        # A mixin: the oslo.log formatter it is mixed into has formatException and format.
+        text = super().formatException(ei, *args, **kwargs)  # type: ignore[misc]
         if isinstance(text, list):  # oslo.log before 8 (JSONFormatter): the lines
             return [redaction.mask_traceback(line) for line in text]
         return redaction.mask_traceback(text)
 
-    def format(self, record: logging.LogRecord):
-        formatted = super().format(record)
+    def format(self, record: logging.LogRecord) -> str | dict[str, Any]:
+        formatted = super().format(record)  # type: ignore[misc]  # as above
         summary = error_summary(record)  # the one oslo.log just added
         if not summary:
             return formatted
@@ -125,5 +130,6 @@ def _log_thread_exception(args: threading.ExceptHookArgs) -> None:
     logging.getLogger(failed).error(
         "Uncaught exception in %s",
         name,
-        exc_info=(args.exc_type, args.exc_value, args.exc_traceback),
+        # logging takes a None value in the tuple too (ExceptHookArgs allows one).
+        exc_info=(args.exc_type, args.exc_value, args.exc_traceback),  # type: ignore[arg-type]
     )

@@ -7,16 +7,18 @@ time, one store query and one queue call per scrape.
 """
 
 import time
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
+from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
 import flask
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from inspector import errors
-from inspector.api.context import services
+from inspector.api.context import Services, services
 from inspector.machine import State
 
 blueprint = flask.Blueprint("metrics", __name__)
@@ -32,14 +34,14 @@ class ClusterCollector:
     def __init__(self, app: flask.Flask) -> None:
         self.app = app
 
-    def describe(self):
+    def describe(self) -> list[Metric]:
         return []
 
-    def collect(self):
+    def collect(self) -> Iterator[Metric]:
         with self.app.app_context():
             yield from self._collect(services())
 
-    def _collect(self, found):
+    def _collect(self, found: Services) -> Iterator[Metric]:
         up = GaugeMetricFamily(
             "inspector_backend_up", "1 when this API reaches the backend", labels=["backend"]
         )
@@ -110,10 +112,10 @@ class Clock:
     """WSGI middleware: the time each request arrived, for its latency. Cheaper than a
     before_request hook, which Flask calls through its hook machinery."""
 
-    def __init__(self, app) -> None:
+    def __init__(self, app: WSGIApplication) -> None:
         self.app = app
 
-    def __call__(self, environ, start_response):
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         environ[STARTED_KEY] = time.perf_counter()
         return self.app(environ, start_response)
 
@@ -157,13 +159,13 @@ def install(app: flask.Flask) -> None:
         counter.inc()
         return response
 
-    app.wsgi_app = Clock(app.wsgi_app)
+    app.wsgi_app = Clock(app.wsgi_app)  # type: ignore[method-assign]  # Flask's way to add middleware
     app.after_request(finished)
     app.register_blueprint(blueprint)
 
 
 @blueprint.get("/metrics")
-def metrics():
+def metrics() -> flask.Response:
     services().policy.authorize("introspection:metrics", flask.g.credentials)
     body = generate_latest(flask.current_app.extensions[REGISTRY_KEY])
     return flask.Response(body, mimetype=CONTENT_TYPE_LATEST.split(";")[0])

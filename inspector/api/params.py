@@ -7,6 +7,7 @@ ironic-inspector 12.5's words where it refused the same (api_tools, main).
 import json
 import math
 import re
+from typing import Any, Literal, NoReturn, overload
 
 import flask
 
@@ -99,7 +100,11 @@ def states() -> list[str]:
     return values
 
 
-def json_object(*, required: bool = True) -> dict | None:
+@overload
+def json_object(*, required: Literal[True] = True) -> dict[str, Any]: ...
+@overload
+def json_object(*, required: bool) -> dict[str, Any] | None: ...
+def json_object(*, required: bool = True) -> dict[str, Any] | None:
     """The body as a JSON object, whatever its content type (as ironic-inspector).
 
     Stricter than json.loads: NaN, Infinity and numbers too large for a float are
@@ -138,7 +143,7 @@ def _may_need_checking(raw: bytes) -> bool:
     )
 
 
-def _refuse(name: str):
+def _refuse(name: str) -> NoReturn:
     raise ValueError(f"{name} is not a JSON number")
 
 
@@ -149,7 +154,7 @@ def _finite(text: str) -> float:
     return value
 
 
-def _check_strings(value, depth: int = 0) -> None:
+def _check_strings(value: object, depth: int = 0) -> None:
     if depth > MAX_DEPTH:
         raise BadRequest("The body is nested too deeply")
     if isinstance(value, str):

@@ -54,7 +54,7 @@ BASE_RULES = [
 
 def _operation(
     name: str, check: str, description: str, *operations: str, deprecated: str | None = None
-):
+) -> oslo_policy.DocumentedRuleDefault:
     """A documented rule; each operation is 'METHOD /path'; `deprecated`: the check string
     it replaces, kept as its DeprecatedRule."""
     return oslo_policy.DocumentedRuleDefault(

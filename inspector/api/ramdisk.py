@@ -7,14 +7,17 @@ The payload's `logs` are never stored with the data nor logged.
 
 import logging
 import uuid
+from typing import Any
 
 import flask
+from flask.typing import ResponseReturnValue
 
 from inspector import deadlines, errors, request_context
 from inspector.api import auth, intents, params
-from inspector.api.context import services
+from inspector.api.context import Services, services
 from inspector.machine import EXPECTING_DATA, Event
 from inspector.processing import lookup, payload, ramdisk_logs
+from inspector.store import NodeRecord
 
 LOG = logging.getLogger(__name__)
 
@@ -26,7 +29,7 @@ MAX_LOGGED = 500
 
 @blueprint.post("/v1/continue")
 @auth.public
-def continue_introspection():
+def continue_introspection() -> ResponseReturnValue:
     try:
         return _accept(services())
     except errors.InspectorError as exc:
@@ -53,7 +56,7 @@ def _refused(exc: errors.InspectorError) -> None:
     )
 
 
-def _accept(svc):
+def _accept(svc: Services) -> dict[str, Any] | tuple[dict[str, Any], int]:
     # Before anything reads the body: ramdisk logs make it larger than other routes'.
     flask.request.max_content_length = svc.conf.api.max_continue_body_size
     svc.guard.check(flask.request.remote_addr)
@@ -97,7 +100,7 @@ def _accept(svc):
     return {"uuid": node_uuid}
 
 
-def _not_expecting(node) -> str:
+def _not_expecting(node: NodeRecord) -> str:
     """Why data for `node` is refused: ironic-inspector's words (its find_node) for a
     finished introspection, ours for one still at work."""
     if node.finished_at is None:
@@ -108,7 +111,7 @@ def _not_expecting(node) -> str:
     )
 
 
-def _discover(svc, data: dict, logs) -> tuple[dict, int]:
+def _discover(svc: Services, data: dict[str, Any], logs: object) -> tuple[dict[str, Any], int]:
     """An unknown node with discovery on: a new introspection in `enrolling`, whose
     worker creates the node in Ironic and then processes the data."""
     node_uuid = str(uuid.uuid4())

@@ -2,6 +2,7 @@
 processed data (inspector.processing.hardware_report groups it; the store streams it)."""
 
 import flask
+from flask.typing import ResponseReturnValue
 
 from inspector import errors
 from inspector.api import params, versions
@@ -12,7 +13,7 @@ blueprint = flask.Blueprint("report", __name__)
 
 
 @blueprint.get("/v1/report/hardware")
-def hardware():
+def hardware() -> ResponseReturnValue:
     versions.require((1, 19), "GET /v1/report/hardware")
     services().policy.authorize("introspection:report", flask.g.credentials)
     params.only("by", "nodes")

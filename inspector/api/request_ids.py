@@ -21,14 +21,20 @@ the node once it is known.
 
 import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING
+from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
 import flask
 from oslo_config import cfg
 from oslo_context import context as oslo_context
 from oslo_middleware import request_id as oslo_request_id
+from werkzeug.datastructures import Headers
 
 from inspector import request_context
+
+if TYPE_CHECKING:
+    from _typeshed import OptExcInfo
 
 #: The headers read, in this order: the proxy's (it replaces whatever the client sent),
 #: then the client's own (keystoneauth's global request id: "req-" and a UUID).
@@ -61,7 +67,7 @@ CALLER_FIELDS = (
 )
 
 
-def incoming(headers: Mapping[str, str]) -> str | None:
+def incoming(headers: Headers | Mapping[str, str]) -> str | None:
     """The first well-formed id of HEADERS; None when there is none."""
     for name in HEADERS:
         value = headers.get(name)
@@ -88,7 +94,10 @@ class RequestId(oslo_request_id.RequestId):
     and in every answer, the global one in the environ; and the request's log context
     bound while the application runs."""
 
-    def __call__(self, environ, start_response):
+    #: Always given here (oslo.middleware's base allows None).
+    application: WSGIApplication
+
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         own = oslo_context.generate_request_id()
         environ[oslo_request_id.ENV_REQUEST_ID] = own
         passed_on = global_id(environ)
@@ -96,7 +105,9 @@ class RequestId(oslo_request_id.RequestId):
             environ[oslo_request_id.GLOBAL_REQ_ID] = passed_on
         names = [ANSWER_HEADER, *self.compat_headers]
 
-        def start(status, headers, exc_info=None):
+        def start(
+            status: str, headers: list[tuple[str, str]], exc_info: "OptExcInfo | None" = None
+        ) -> Callable[[bytes], object]:
             present = {name.lower() for name, _ in headers}
             headers.extend((name, own) for name in names if name.lower() not in present)
             if exc_info is None:
@@ -108,7 +119,7 @@ class RequestId(oslo_request_id.RequestId):
             return self.application(environ, start)
 
 
-def install(app, conf: cfg.ConfigOpts):
+def install(app: WSGIApplication, conf: cfg.ConfigOpts) -> WSGIApplication:
     """app (a WSGI callable) behind RequestId: outside everything else, so that every
     answer, a refusal by authentication or the body limits too, names the request."""
     return RequestId(app, conf)

@@ -1,6 +1,7 @@
 """Public discovery routes: GET / (API versions) and GET /v1 (resources)."""
 
 import flask
+from flask.typing import ResponseReturnValue
 
 from inspector.api import auth, versions
 from inspector.api.links import link
@@ -13,7 +14,7 @@ RESOURCES = ("continue", "introspection", "rules")
 
 @blueprint.get("/")
 @auth.public
-def root():
+def root() -> ResponseReturnValue:
     return {
         "versions": [
             {
@@ -27,5 +28,5 @@ def root():
 
 @blueprint.get("/v1")
 @auth.public
-def version_root():
+def version_root() -> ResponseReturnValue:
     return {"resources": [{"name": name, "links": [link(f"v1/{name}")]} for name in RESOURCES]}

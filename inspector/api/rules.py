@@ -2,6 +2,7 @@
 nodes' stored data (evaluation is inspector.processing's)."""
 
 import flask
+from flask.typing import ResponseReturnValue
 
 from inspector.api import params, schemas, versions
 from inspector.api.context import services
@@ -23,7 +24,7 @@ def _with_links(rule: dict, under: str | None = None) -> dict:
 
 
 @blueprint.post("/v1/rules")
-def create():
+def create() -> ResponseReturnValue:
     authorize("introspection:rule:create")
     params.only()
     body = schemas.validate(params.json_object(), schemas.RULE, "rule")
@@ -33,7 +34,7 @@ def create():
 
 
 @blueprint.post("/v1/rules/check")
-def check():
+def check() -> ResponseReturnValue:
     """Evaluate rules against nodes' stored processed data, applying nothing (1.19)."""
     versions.require((1, 19), "POST /v1/rules/check")
     authorize("introspection:rule:check")
@@ -51,7 +52,7 @@ def check():
 
 
 @blueprint.get("/v1/rules")
-def list_rules():
+def list_rules() -> ResponseReturnValue:
     authorize("introspection:rule:get")
     params.only()
     under = path_root()
@@ -59,7 +60,7 @@ def list_rules():
 
 
 @blueprint.delete("/v1/rules")
-def delete_all():
+def delete_all() -> ResponseReturnValue:
     authorize("introspection:rule:delete")
     params.only()
     services().store.delete_rules()
@@ -67,14 +68,14 @@ def delete_all():
 
 
 @blueprint.get("/v1/rules/<uuid>")
-def get(uuid: str):
+def get(uuid: str) -> ResponseReturnValue:
     authorize("introspection:rule:get")
     params.only()
     return _with_links(services().store.get_rule(params.rule_uuid(uuid)))
 
 
 @blueprint.delete("/v1/rules/<uuid>")
-def delete(uuid: str):
+def delete(uuid: str) -> ResponseReturnValue:
     authorize("introspection:rule:delete")
     params.only()
     services().store.delete_rule(params.rule_uuid(uuid))

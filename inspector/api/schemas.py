@@ -109,7 +109,9 @@ def _problem(error: jsonschema.ValidationError) -> str:
     secret = any(isinstance(p, str) and redaction.is_secret_key(p) for p in error.absolute_path)
     if (len(quoted) > MAX_QUOTED_VALUE or secret) and quoted in text:
         kinds = ((str, "a string"), (dict, "an object"), (list, "a list"))
-        kind = next((name for cls, name in kinds if isinstance(value, cls)), None)
-        named = f"{kind} of length {len(value)}" if kind else f"a {type(value).__name__}"
+        named = next(
+            (f"{name} of length {len(value)}" for cls, name in kinds if isinstance(value, cls)),
+            f"a {type(value).__name__}",
+        )
         text = text.replace(quoted, named)
     return redaction.shorten(text)

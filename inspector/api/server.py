@@ -12,7 +12,9 @@ Production deployments may run `inspector.api.wsgi:application` under gunicorn i
 
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+from wsgiref.types import WSGIApplication
 
 from cheroot import errors as cheroot_errors
 from cheroot import server as cheroot_server
@@ -21,6 +23,10 @@ from oslo_context import context as oslo_context
 
 from inspector.api import errors, request_ids, versions
 from inspector.lifecycle import Lifecycle
+
+if TYPE_CHECKING:
+    from _typeshed import OptExcInfo
+
 
 LOG = logging.getLogger(__name__)
 
@@ -42,7 +48,7 @@ MAX_HEADER_SIZE = 64 * 1024
 MAX_SIZE_LINE = 64
 
 
-def chunks(stream, limit: int) -> Iterator[bytes] | None:
+def chunks(stream: object, limit: int) -> Iterator[bytes] | None:
     """The chunks of a chunked body as cheroot decodes them, one at a time, a chunk that
     would take the body (with `limit` bytes of size lines) past `limit` refused before it
     is read; None when `stream` is not cheroot's chunked reader (gunicorn's, a test's).
@@ -70,7 +76,7 @@ def chunks(stream, limit: int) -> Iterator[bytes] | None:
     return decoded()
 
 
-class _Lengths(dict):
+class _Lengths(dict[bytes, bytes]):
     """A header dict that keeps every Content-Length value set in it (cheroot's reader
     keeps the last one)."""
 
@@ -78,7 +84,7 @@ class _Lengths(dict):
         super().__init__()
         self.lengths: list[bytes] = []
 
-    def __setitem__(self, key, value) -> None:
+    def __setitem__(self, key: bytes, value: bytes) -> None:
         if key == b"Content-Length":
             self.lengths.append(value)
         super().__setitem__(key, value)
@@ -90,7 +96,7 @@ class _Request(cheroot_server.HTTPRequest):
 
     _read_headers = cheroot_server.HTTPRequest.header_reader
 
-    def header_reader(self, rfile, hdict):
+    def header_reader(self, rfile: object, hdict: dict[bytes, bytes]) -> dict[bytes, bytes]:
         seen = _Lengths()
         self._read_headers(rfile, seen)
         if len(set(seen.lengths)) > 1:
@@ -102,7 +108,7 @@ class _Request(cheroot_server.HTTPRequest):
         hdict.update(seen)
         return hdict
 
-    def simple_response(self, status, msg="") -> None:
+    def simple_response(self, status: str | bytes | int, msg: str = "") -> None:
         """cheroot's refusals (then it closes the connection), in the API's format."""
         code = int(str(status)[:3])
         if code in (413, 414) and self.response_protocol != "HTTP/1.1":
@@ -132,7 +138,12 @@ class _Gateway(wsgi.Gateway_10):
     """WSGI 1.0, with an answer's `Connection: close` honoured: cheroot would otherwise
     read the rest of a refused body (or try to) and go on with the connection."""
 
-    def start_response(self, status, headers, exc_info=None):
+    def start_response(
+        self,
+        status: str,
+        headers: list[tuple[str, str]],
+        exc_info: "OptExcInfo | None" = None,
+    ) -> Callable[[bytes], object]:
         write = super().start_response(status, headers, exc_info)
         if any(k.lower() == "connection" and v.lower() == "close" for k, v in headers):
             self.req.close_connection = True
@@ -142,11 +153,11 @@ class _Gateway(wsgi.Gateway_10):
 class _Server(wsgi.Server):
     ConnectionClass = _Connection
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.gateway = _Gateway
 
-    def process_conn(self, conn) -> None:
+    def process_conn(self, conn: _Connection) -> None:
         """A new connection waits with the idle ones until it sends something, instead of
         holding a request thread while it is silent (cheroot hands it one at once)."""
         if not conn.heard:
@@ -155,7 +166,7 @@ class _Server(wsgi.Server):
             return
         super().process_conn(conn)
 
-    def error_log(self, msg="", level=logging.INFO, traceback=False) -> None:
+    def error_log(self, msg: str = "", level: int = logging.INFO, traceback: bool = False) -> None:
         """cheroot's complaints through our logging: one line; the stack of an unexpected
         error (level ERROR) too, of a client's (a socket error) at debug level only."""
         stack = traceback and (level >= logging.ERROR or LOG.isEnabledFor(logging.DEBUG))
@@ -170,7 +181,12 @@ class Server:
     inspector.api.bodies, per route."""
 
     def __init__(
-        self, app, host: str, port: int, threads: int = THREADS, timeout: float = TIMEOUT
+        self,
+        app: WSGIApplication,
+        host: str,
+        port: int,
+        threads: int = THREADS,
+        timeout: float = TIMEOUT,
     ) -> None:
         self.cheroot = _Server(
             (host, port),

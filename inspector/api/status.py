@@ -1,5 +1,6 @@
 """The introspection status document, as ironic-inspector returns it."""
 
+from datetime import datetime
 from typing import Any
 
 from inspector.api.links import link
@@ -7,7 +8,7 @@ from inspector.machine import FINAL_STATES
 from inspector.store import NodeRecord
 
 
-def timestamp(value) -> str | None:
+def timestamp(value: datetime | None) -> str | None:
     """ISO 8601, UTC, without a zone suffix (ironic-inspector's format)."""
     return None if value is None else value.isoformat()
 

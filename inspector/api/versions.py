@@ -1,10 +1,17 @@
 """API microversions: parsing the request's version headers and stamping min/max on every answer."""
 
 import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING
+from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
 import flask
+from werkzeug.datastructures import Headers
 
 from inspector.errors import BadRequest, NotAcceptable, NotFound
+
+if TYPE_CHECKING:
+    from _typeshed import OptExcInfo
 
 #: Oldest and newest API versions served: ironic-inspector's 1.0 to 1.18, then
 #: Inspector's own extensions from 1.19 on (docs/api.md lists what each adds).
@@ -65,7 +72,7 @@ def _standard_header_value(value: str) -> str | None:
     return None
 
 
-def requested(headers) -> tuple[int, int]:
+def requested(headers: Headers | Mapping[str, str]) -> tuple[int, int]:
     """The version the request asks for; no header means DEFAULT."""
     value = headers.get(VERSION_HEADER)
     if value is None and STANDARD_HEADER in headers:
@@ -113,11 +120,13 @@ class Stamp:
     check and copy each value, which costs more than the rest of a status read's
     headers together."""
 
-    def __init__(self, app) -> None:
+    def __init__(self, app: WSGIApplication) -> None:
         self.app = app
 
-    def __call__(self, environ, start_response):
-        def start(status, headers, exc_info=None):
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        def start(
+            status: str, headers: list[tuple[str, str]], exc_info: "OptExcInfo | None" = None
+        ) -> Callable[[bytes], object]:
             stamped(headers, environ.get(ENVIRON_KEY))
             if exc_info is None:
                 return start_response(status, headers)

@@ -9,6 +9,8 @@ exists) and INSPECTOR_CONFIG_DIR, on the backends `inspector api` builds
 import logging
 import os
 import threading
+from collections.abc import Iterable
+from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
 from inspector import conf as config
 from inspector import services
@@ -40,10 +42,10 @@ class LazyApplication:
     def __init__(self, environ: dict[str, str] | None = None) -> None:
         self._environ = environ
         self.lifecycle = Lifecycle()
-        self._app = None
+        self._app: WSGIApplication | None = None
         self._lock = threading.Lock()
 
-    def _build(self):
+    def _build(self) -> WSGIApplication:
         with self._lock:
             if self._app is None:
                 env = dict(os.environ if self._environ is None else self._environ)
@@ -56,7 +58,7 @@ class LazyApplication:
                 settle_heap()
         return self._app
 
-    def __call__(self, environ, start_response):
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         return (self._app or self._build())(environ, start_response)
 
 

@@ -19,7 +19,8 @@ import urllib.parse
 import uuid
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from oslo_config import cfg
 
@@ -39,6 +40,10 @@ from inspector.broker.announcements import (
     LocalChannel,
 )
 from inspector.broker.tls import Tls
+
+if TYPE_CHECKING:  # imported at run time only by a process with a broker channel
+    import oslo_messaging
+
 
 __all__ = [
     "INTROSPECTION_ENDED",
@@ -67,7 +72,7 @@ PUBLISHER = "inspector"
 MAX_PENDING = 1000
 
 
-def _oslo_messaging():
+def _oslo_messaging() -> ModuleType:
     # oslo.messaging needs oslo.service, which pulls in eventlet; eventlet warns on
     # import even though nothing here uses it (no monkey patching, threading executor).
     with warnings.catch_warnings():
@@ -84,7 +89,14 @@ class _Endpoint:
     def __init__(self, channel: Channel) -> None:
         self.channel = channel
 
-    def info(self, ctxt, publisher_id, event_type, payload, metadata):
+    def info(
+        self,
+        ctxt: dict[str, Any],
+        publisher_id: str,
+        event_type: str,
+        payload: dict[str, Any],
+        metadata: dict[str, Any],
+    ) -> None:
         self.channel.deliver(event_type, payload)
 
 
@@ -92,7 +104,14 @@ class _Drain:
     """Consumes the queue the notifier declares for nobody (oslo.messaging keeps every
     notification there until someone reads it), so that it stays empty."""
 
-    def info(self, ctxt, publisher_id, event_type, payload, metadata):
+    def info(
+        self,
+        ctxt: dict[str, Any],
+        publisher_id: str,
+        event_type: str,
+        payload: dict[str, Any],
+        metadata: dict[str, Any],
+    ) -> None:
         return None
 
 
@@ -153,7 +172,7 @@ class MessagingChannel(Channel):
                 self._listener(self._ironic, [target], _Endpoint(self), f"{topic}.{host}.ironic")
             )
 
-    def _transport(self, *, auto_delete: bool):
+    def _transport(self, *, auto_delete: bool) -> "oslo_messaging.Transport":
         """A transport on a ConfigOpts of its own: the deployer's [oslo_messaging_*]
         options from our configuration files, the TLS options as our own configuration
         has them (its directories included), and the auto-delete flag we need."""
@@ -168,7 +187,13 @@ class MessagingChannel(Channel):
         conf.set_override("control_exchange", "inspector")
         return self._om.get_notification_transport(conf, url=self.url)
 
-    def _listener(self, transport, targets, endpoint, pool: str | None):
+    def _listener(
+        self,
+        transport: "oslo_messaging.Transport",
+        targets: list["oslo_messaging.Target"],
+        endpoint: _Endpoint | _Drain,
+        pool: str | None,
+    ) -> "oslo_messaging.MessageHandlingServer":
         return self._om.get_notification_listener(
             transport, targets, [endpoint], executor="threading", pool=pool
         )
@@ -200,7 +225,7 @@ class MessagingChannel(Channel):
         # must not wait for its channel (polling covers for it meanwhile).
         threading.Thread(target=self._listen, name="channel-start", daemon=True).start()
 
-    def _stop(self, listener) -> None:
+    def _stop(self, listener: "oslo_messaging.MessageHandlingServer") -> None:
         try:
             listener.stop()
             listener.wait()

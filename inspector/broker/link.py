@@ -63,7 +63,10 @@ class Link:
         """One connection attempt, in `within` seconds at most (else the connect timeout);
         raises the library's error when it fails."""
         if within is not None:
-            self.connection.connect_timeout = max(MIN_POLL, min(self.timeouts.connect, within))
+            # kombu declares it an int; it takes seconds as a float too.
+            timeout = max(MIN_POLL, min(self.timeouts.connect, within))
+            self.connection.connect_timeout = timeout  # type: ignore[assignment]
+
         self.connection.ensure_connection(max_retries=0, reraise_as_library_errors=False)
         # A channel: Redis pings the server here, so a dead server fails now.
         self._channel = self.connection.channel()

@@ -100,7 +100,9 @@ class Links:
         with link.bounded(within):
             return operation(link)
 
-    def _pause(self, action: str, exc: Exception, failures: int, deadline: float | None) -> None:
+    def _pause(
+        self, action: str, exc: BaseException, failures: int, deadline: float | None
+    ) -> None:
         """Wait before the next attempt; ServiceUnavailable when none is left (attempts,
         time, or shutdown)."""
         late = deadline is not None and time.monotonic() + self._retry_interval >= deadline

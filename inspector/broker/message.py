@@ -24,7 +24,10 @@ DELETE = "delete"
 #: still the one that ended before the request was made (not a state machine event).
 EXPIRE = "expire"
 
-_FIELDS = {
+#: A field's type: a class, or classes, for isinstance.
+_Kind = type | tuple[type, ...]
+
+_FIELDS: dict[str, _Kind] = {
     "schema": int,
     "request_id": str,
     "node_uuid": str,
@@ -33,13 +36,13 @@ _FIELDS = {
     "attempt": int,
 }
 #: Fields added to schema 1 since: a message from an older producer lacks them.
-_OPTIONAL_FIELDS = {
+_OPTIONAL_FIELDS: dict[str, _Kind] = {
     "global_request_id": (str, type(None)),
 }
 #: Fields schema 1 had that nothing reads any more: still written (as null), since
 #: workers of earlier releases require them (docs/upgrade.md), and still checked when
 #: present; a later release may stop writing them.
-_RETIRED_FIELDS = {
+_RETIRED_FIELDS: dict[str, _Kind] = {
     "payload_ref": (str, type(None)),
 }
 
@@ -110,8 +113,9 @@ class Request:
                 raise MalformedRequest(f"field {name} has the wrong type")
         if not body["node_uuid"] or not body["event"] or not body["request_id"]:
             raise MalformedRequest("empty node_uuid, event or request_id")
-        fields = {k: body[k] for k in _FIELDS if k != "schema"}
-        return cls(**fields, **{k: body.get(k) for k in _OPTIONAL_FIELDS})
+        fields: dict[str, Any] = {k: body[k] for k in _FIELDS if k != "schema"}
+        optional: dict[str, Any] = {k: body.get(k) for k in _OPTIONAL_FIELDS}
+        return cls(**fields, **optional)
 
 
 @dataclasses.dataclass(frozen=True)

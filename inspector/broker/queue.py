@@ -7,6 +7,7 @@ only to choose its lane (START_EVENTS); it never interprets requests otherwise.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import threading
@@ -123,7 +124,7 @@ class WorkQueue:
             try:
                 self._links.maintain()
                 link, message = self._links.run(
-                    "get from", lambda link, poll=poll: (link, link.receive(poll, lanes))
+                    "get from", functools.partial(_receive, timeout=poll, lanes=lanes)
                 )
             except ServiceUnavailable:
                 if self._shutdown.is_set():
@@ -307,3 +308,10 @@ class Delivery:
         if threading.current_thread() is not self._link.thread:
             # A kombu channel belongs to one thread; acking from another corrupts it.
             raise RuntimeError(f"{self!r} settled from another thread than the one that got it")
+
+
+def _receive(
+    link: Link, *, timeout: float, lanes: tuple[str, ...] | None
+) -> tuple[Link, kombu.message.Message | None]:
+    """A message from `link` (see Link.receive), with the link it came from."""
+    return link, link.receive(timeout, lanes)

@@ -8,6 +8,7 @@ closing needs.
 import argparse
 import importlib
 from collections.abc import Callable
+from typing import TypeAlias
 
 #: The service roles, each a command (inspector.conf.compat.ROLES, a test says so).
 ROLES = ("api", "worker", "all")
@@ -17,6 +18,8 @@ DEFAULT_WAIT = 2.0
 EXPAND, CONTRACT = "expand", "contract"
 
 Run = Callable[[argparse.Namespace, list[str]], int | None]
+#: The subparsers of the `inspector` parser, each command one of them.
+Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
 def runs(module: str, function: str) -> Run:
@@ -30,7 +33,7 @@ def runs(module: str, function: str) -> Run:
     return run
 
 
-def add_commands(commands) -> None:
+def add_commands(commands: Commands) -> None:
     """Every command, on the subparsers `commands` of the `inspector` parser."""
     for add in (
         _services,
@@ -46,7 +49,7 @@ def add_commands(commands) -> None:
         add(commands)
 
 
-def _services(commands) -> None:
+def _services(commands: Commands) -> None:
     api = commands.add_parser("api", help="serve the HTTP API")
     api.set_defaults(run=runs("service_cmd", "run_api"))
     worker = commands.add_parser(
@@ -61,7 +64,7 @@ def _services(commands) -> None:
     everything.set_defaults(run=runs("service_cmd", "run_all"))
 
 
-def _pxe_filter(commands) -> None:
+def _pxe_filter(commands: Commands) -> None:
     parser = commands.add_parser(
         "pxe-filter",
         help="run only the HA PXE filter (the firewall and its leader election) on a PXE "
@@ -71,7 +74,7 @@ def _pxe_filter(commands) -> None:
     parser.set_defaults(run=runs("pxe_filter_cmd", "run"))
 
 
-def _db(commands) -> None:
+def _db(commands: Commands) -> None:
     parser = commands.add_parser("db", help="database schema")
     sub = parser.add_subparsers(dest="db_command", required=True, metavar="ACTION")
     upgrade = sub.add_parser(
@@ -115,7 +118,7 @@ def _db(commands) -> None:
     imports.set_defaults(run=runs("db_cmd", "run_import"))
 
 
-def _config(commands) -> None:
+def _config(commands: Commands) -> None:
     parser = commands.add_parser("config", help="configuration tools")
     sub = parser.add_subparsers(dest="config_command", required=True, metavar="ACTION")
     sample = sub.add_parser("sample", help="print the sample configuration file")
@@ -134,7 +137,7 @@ def _config(commands) -> None:
     check.set_defaults(run=runs("config_cmd", "run_check"))
 
 
-def _status(commands) -> None:
+def _status(commands: Commands) -> None:
     status = commands.add_parser(
         "status",
         help="the cluster at a glance: database, queue, nodes per state, singleton groups "
@@ -155,7 +158,7 @@ def _status(commands) -> None:
     status.set_defaults(run=runs("status_cmd", "run_status"))
 
 
-def _history(commands) -> None:
+def _history(commands: Commands) -> None:
     history = commands.add_parser(
         "history",
         help="a node's past introspections, newest first (id, state, start, end, error)",
@@ -175,7 +178,7 @@ def _history(commands) -> None:
     drift.set_defaults(run=runs("history_cmd", "run_drift"))
 
 
-def _firewall(commands) -> None:
+def _firewall(commands: Commands) -> None:
     firewall = commands.add_parser("firewall", help="act on this host's PXE firewall")
     actions = firewall.add_subparsers(dest="action", required=True, metavar="ACTION")
     close = actions.add_parser(
@@ -185,7 +188,7 @@ def _firewall(commands) -> None:
     close.set_defaults(run=runs("firewall_cmd", "run_close"))
 
 
-def _rules(commands) -> None:
+def _rules(commands: Commands) -> None:
     rules = commands.add_parser("rules", help="introspection rules")
     actions = rules.add_subparsers(dest="rules_command", required=True, metavar="ACTION")
     check = actions.add_parser(
@@ -213,7 +216,7 @@ def _rules(commands) -> None:
 REPORT_CATEGORIES = ("system", "firmware", "cpu", "memory", "disks", "nics", "pci")
 
 
-def _report(commands) -> None:
+def _report(commands: Commands) -> None:
     report = commands.add_parser(
         "report",
         help="the fleet hardware report: every node's stored processed data grouped by a "

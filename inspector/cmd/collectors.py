@@ -137,7 +137,8 @@ def singletons(
 def periodic(census: Census, periods: dict[str, float], lease: float, now: datetime) -> Report:
     """Each clean-up task ran recently: late by a fail-over is being fixed; late by
     much more needs an operator (no leader can act)."""
-    worst, messages, runs = OK, [], {}
+    worst, messages = OK, []
+    runs: dict[str, dict[str, float | bool | str | None] | None] = {}
     for task, period in periods.items():
         run = census.last_runs.get(task)
         if run is None:

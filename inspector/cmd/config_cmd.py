@@ -1,6 +1,7 @@
 """`inspector config sample|check`: print the sample configuration, or validate one (per
 service role, with the checks the roles run at start-up: inspector.cmd.roles)."""
 
+import argparse
 import contextlib
 import io
 import logging
@@ -32,14 +33,14 @@ def render_sample() -> str:
     return out.getvalue()
 
 
-def run_sample(_args, rest) -> int:
+def run_sample(_args: argparse.Namespace, rest: list[str]) -> int:
     if rest:
         raise ConfigError(f"unexpected arguments: {' '.join(rest)}")
     sys.stdout.write(render_sample())
     return 0
 
 
-def run_check(args, rest) -> int:
+def run_check(args: argparse.Namespace, rest: list[str]) -> int:
     role = getattr(args, "role", None)
     conf = config.load(rest, conf=roles.build(role or "api"))
     # The logging options too: oslo.log sets up what they say (on standard error).

@@ -1,6 +1,8 @@
 """`inspector db upgrade|version`: database schema migrations (alembic), in the expand
 and contract phases of a rolling upgrade; `inspector db import-ironic-inspector`."""
 
+import argparse
+
 from oslo_config import cfg
 
 from inspector import conf as config
@@ -13,17 +15,17 @@ from inspector.processing import rule_schema
 from inspector.store import schema
 
 
-def _load(argv) -> cfg.ConfigOpts:
+def _load(argv: list[str]) -> cfg.ConfigOpts:
     conf = config.load(argv)
     setup_logging(conf, command=True)
     return conf
 
 
-def _describe(revisions) -> str:
+def _describe(revisions: list[tuple[str, str]]) -> str:
     return ", ".join(f"{name} ({phase})" for name, phase in revisions) or "none"
 
 
-def run_upgrade(args, argv) -> int:
+def run_upgrade(args: argparse.Namespace, argv: list[str]) -> int:
     url = store.database_url(_load(argv))
     before = schema.pending(schema.current_revision(url)) or []
     old, new = schema.upgrade(url, args.phase)
@@ -43,7 +45,7 @@ def run_upgrade(args, argv) -> int:
     return 0
 
 
-def run_version(_args, argv) -> int:
+def run_version(_args: argparse.Namespace, argv: list[str]) -> int:
     url = store.database_url(_load(argv))
     current = schema.current_revision(url)
     head = schema.head_revision()
@@ -66,7 +68,7 @@ def _validate_rule(document: dict) -> dict:
     return rule_schema.validate_rule(schemas.validate(document, schemas.RULE, "rule"))
 
 
-def run_import(args, argv) -> int:
+def run_import(args: argparse.Namespace, argv: list[str]) -> int:
     conf = _load(argv)
     url = store.database_url(conf)
     compatible = schema.compatibility(schema.current_revision(url))

@@ -7,6 +7,7 @@ the option groups the drivers read and the drivers, nothing else (no oslo.log, n
 backend's client library; tests/unit/test_startup.py says so).
 """
 
+import argparse
 import logging
 import sys
 
@@ -21,7 +22,7 @@ from inspector.firewall import drivers
 GROUPS = (pxe_filter, dnsmasq_pxe_filter, iptables)
 
 
-def load(argv) -> cfg.ConfigOpts:
+def load(argv: list[str]) -> cfg.ConfigOpts:
     """The drivers' options, from the same files and arguments as every command's, and
     logging to standard error (warnings, everything with --debug): a command's lines
     never go to the service's log file (docs/configuration.md), masked as every line is."""
@@ -35,7 +36,7 @@ def load(argv) -> cfg.ConfigOpts:
     return conf
 
 
-def run_close(_args, argv) -> int:
+def run_close(_args: argparse.Namespace, argv: list[str]) -> int:
     conf = load(argv)
     driver = drivers.load(conf)
     driver.close()

@@ -2,8 +2,10 @@
 what changed in its hardware between two of them, read from the store as `inspector
 status` does (a table by default, JSON with --json)."""
 
+import argparse
 import json
 import sys
+from datetime import datetime
 from typing import Any
 
 from oslo_config import cfg
@@ -21,7 +23,7 @@ HISTORY_LIMIT = 100
 VALUE_WIDTH = 60
 
 
-def _load(argv) -> cfg.ConfigOpts:
+def _load(argv: list[str]) -> cfg.ConfigOpts:
     conf = config.load(argv)
     setup_logging(conf, command=True)
     return conf
@@ -37,7 +39,7 @@ def _node_uuid(conf: cfg.ConfigOpts, ident: str) -> str:
         return LazyIronic(conf).get_node(ident).uuid
 
 
-def _stamp(value) -> str:
+def _stamp(value: datetime | None) -> str:
     return "-" if value is None else f"{value:%Y-%m-%d %H:%M:%S}"
 
 
@@ -85,7 +87,7 @@ def drift_table(document: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_history(args, argv) -> int:
+def run_history(args: argparse.Namespace, argv: list[str]) -> int:
     conf = _load(argv)
     node_uuid = _node_uuid(conf, args.node)
     db = store.Store.from_conf(conf)
@@ -102,7 +104,7 @@ def run_history(args, argv) -> int:
     return 0
 
 
-def run_drift(args, argv) -> int:
+def run_drift(args: argparse.Namespace, argv: list[str]) -> int:
     conf = _load(argv)
     node_uuid = _node_uuid(conf, args.node)
     db = store.Store.from_conf(conf)

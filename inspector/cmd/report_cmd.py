@@ -2,6 +2,7 @@
 this deployment's database, printed as a table, JSON or CSV, and drawn as a bar chart
 (matplotlib, the `report` extra)."""
 
+import argparse
 import csv
 import io
 import json
@@ -18,7 +19,7 @@ from inspector.processing import hardware_report
 MAX_BARS = 30
 
 
-def run_report(args, argv) -> int:
+def run_report(args: argparse.Namespace, argv: list[str]) -> int:
     conf = config.load(argv)
     setup_logging(conf, command=True)
     db = store.Store.from_conf(conf)

@@ -58,7 +58,9 @@ def build(role: str) -> cfg.ConfigOpts:
 def _auth_strategy(conf: cfg.ConfigOpts, role: str) -> str:
     """The strategy `inspector <role>` would use: the one set, else the role's default
     (`config check` without a role loads one configuration, on `inspector api`'s)."""
-    unset = conf.get_location("auth_strategy").location in DEFAULTS
+    found = conf.get_location("auth_strategy")  # registered: always found
+    unset = found is not None and found.location in DEFAULTS
+
     return "noauth" if role == "all" and unset else conf.auth_strategy
 
 

@@ -2,6 +2,7 @@
 run from the command line on this deployment's database and Ironic, printed readably or as
 JSON. Applies nothing, as POST /v1/rules/check."""
 
+import argparse
 import json
 import sys
 from typing import Any
@@ -44,7 +45,7 @@ def checked(conf: cfg.ConfigOpts, rules: list[Any], nodes: list[str]) -> list[di
         db.close()
 
 
-def run_check(args, argv) -> int:
+def run_check(args: argparse.Namespace, argv: list[str]) -> int:
     conf = config.load(argv)
     setup_logging(conf, command=True)
     results = checked(conf, _rules_document(args.file), args.node)

@@ -4,6 +4,7 @@ The API (Flask, its middleware, the HTTP server) is imported by the roles that s
 only: a worker starts without it.
 """
 
+import argparse
 import contextlib
 import logging
 
@@ -25,7 +26,7 @@ LOG = logging.getLogger(__name__)
 TASK_BOUND = 60.0
 
 
-def _load(argv, role: str) -> cfg.ConfigOpts:
+def _load(argv: list[str], role: str) -> cfg.ConfigOpts:
     """The configuration of `inspector <role>`, its logging set up, and the role's checks
     (inspector.cmd.roles: what was taken from ironic-inspector's options is logged, a
     configuration the role cannot serve is a ConfigError)."""
@@ -82,7 +83,7 @@ def _stopped(lifecycle: Lifecycle) -> int:
     return lifecycle.exit_status
 
 
-def run_api(_args, argv) -> int:
+def run_api(_args: argparse.Namespace, argv: list[str]) -> int:
     conf = _load(argv, "api")
     lifecycle = Lifecycle()
     lifecycle.install_signal_handlers()
@@ -92,7 +93,7 @@ def run_api(_args, argv) -> int:
     return _stopped(lifecycle)
 
 
-def run_worker(_args, argv) -> int:
+def run_worker(_args: argparse.Namespace, argv: list[str]) -> int:
     conf = _load(argv, "worker")
     lifecycle = Lifecycle()
     lifecycle.install_signal_handlers()
@@ -108,7 +109,7 @@ def run_worker(_args, argv) -> int:
     return _stopped(lifecycle)
 
 
-def run_all(_args, argv) -> int:
+def run_all(_args: argparse.Namespace, argv: list[str]) -> int:
     conf = _load(argv, "all")
     old, new = schema.upgrade(store.database_url(conf))
     if old != new:

@@ -1,6 +1,7 @@
 """`inspector status`: the collectors' report (inspector.cmd.collectors) and the PXE
 firewall of every worker (open or closed, the leader, the lists' sizes, the last sync)."""
 
+import argparse
 import dataclasses
 import json
 import sys
@@ -22,7 +23,7 @@ from inspector.firewall import manager
 from inspector.firewall.status import Status, table
 
 
-def _load(argv) -> cfg.ConfigOpts:
+def _load(argv: list[str]) -> cfg.ConfigOpts:
     conf = config.load(argv)
     # Warnings and errors only (oslo.messaging talks a lot at INFO): the command prints
     # what matters.
@@ -97,7 +98,7 @@ def _queue_depth(conf: cfg.ConfigOpts) -> tuple[int | None, int | None]:
         queue.close()
 
 
-def run_status(args, argv) -> int:
+def run_status(args: argparse.Namespace, argv: list[str]) -> int:
     conf = _load(argv)
     seen: list[Status] = []
 

@@ -185,7 +185,9 @@ def _parse(
                 list(argv),
                 project="inspector",
                 version=__version__,
-                default_config_files=default_config_files,
+                default_config_files=(
+                    None if default_config_files is None else list(default_config_files)
+                ),
                 default_config_dirs=[],
             )
     except SystemExit:

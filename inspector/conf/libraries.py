@@ -55,7 +55,7 @@ def _names(opts: Iterable) -> frozenset[str]:
     for opt in opts:
         names.add(opt.dest)
         # oslo.config's DeprecatedOpt, or keystoneauth's own Opt.
-        for old in getattr(opt, "deprecated_opts", None) or getattr(opt, "deprecated", ()):
+        for old in getattr(opt, "deprecated_opts", None) or getattr(opt, "deprecated", None) or ():
             if old.name:
                 names.add(_dest(old.name))
     return frozenset(names)

@@ -6,6 +6,7 @@ URL cannot serve."""
 import dataclasses
 import importlib
 import importlib.util
+from collections.abc import Callable
 from typing import Any
 
 from inspector.coordination.base import Coordinator, Lease
@@ -110,6 +111,8 @@ def connect(url: str, member_id: str, **options: Any) -> Coordinator:
     if problem:
         raise ConfigError(problem)
     driver = DRIVERS[scheme_of(url)].load()
+    # Each driver class takes its own arguments (the tooz ones a URL and options).
+    make: Callable[..., Coordinator] = driver
     if driver.is_single_process:
-        return driver(member_id)
-    return driver(url, member_id, **options)
+        return make(member_id)
+    return make(url, member_id, **options)

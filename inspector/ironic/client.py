@@ -12,6 +12,7 @@ connection (inspector.ironic.connection).
 """
 
 import contextlib
+import functools
 import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -340,7 +341,7 @@ class Ironic:
             if marker is not None:
                 query["marker"] = marker
             body = self._call(
-                f"list {kind}", lambda http, query=query: rest.send(http, "GET", path, params=query)
+                f"list {kind}", functools.partial(rest.send, method="GET", path=path, params=query)
             )
             items = body.get(kind) or []
             yield from items

@@ -79,7 +79,7 @@ class Connection:
         service_name: str | None = None,
     ) -> None:
         self.session = session
-        self._where = {
+        self._where: dict[str, Any] = {
             "service_type": "baremetal",
             "interface": interface or "public",
             "region_name": region_name,

@@ -35,6 +35,7 @@ class IronicNode:
         return cls(
             uuid=data["uuid"],
             name=data.get("name"),
+            # Ironic sends both for every node (its API's required fields).
             provision_state=data.get("provision_state"),  # type: ignore[arg-type]
             power_state=data.get("power_state"),
             driver=data.get("driver"),  # type: ignore[arg-type]

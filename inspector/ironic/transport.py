@@ -119,10 +119,12 @@ class Origin:
         return connection
 
 
-def tls_context(verify: bool | str, cert: Any, ca_bundle: str) -> ssl.SSLContext:
+def tls_context(
+    verify: bool | str | None, cert: str | tuple[str, str] | None, ca_bundle: str
+) -> ssl.SSLContext:
     """The TLS context of keystoneauth's session options: `verify` False (insecure), True
-    (ca_bundle) or a CA file or directory; `cert` a client certificate file, or (cert,
-    key)."""
+    or None (ca_bundle) or a CA file or directory; `cert` a client certificate file, or
+    (cert, key)."""
     if verify is False:
         context = ssl.create_default_context()
         context.check_hostname = False

@@ -15,6 +15,7 @@ from sqlalchemy import (
     Boolean,
     Column,
     DateTime,
+    Executable,
     Integer,
     MetaData,
     String,
@@ -218,7 +219,7 @@ class Source:
                 "ironic-inspector first"
             )
 
-    def _rows(self, statement) -> list[Any]:
+    def _rows(self, statement: Executable) -> list[Any]:
         with self._reading() as connection:
             return list(connection.execute(statement))
 

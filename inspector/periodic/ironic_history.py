@@ -60,22 +60,23 @@ class IronicHistory:
         if not stored or not isinstance(stored.get("inventory"), dict):
             return None
         raw = {**(stored.get("plugin_data") or {}), "inventory": stored["inventory"]}
-        base = None
+        base: tuple[int, dict[str, Any]] | None = None
         for entry in self.store.finished_introspections(node_uuid, before=finished):
             data = self.store.history_data(node_uuid, entry.id)
             if data is not None and data[1]["raw"] is not None:
                 base = (entry.id, data[1]["raw"])
             break
-        found = drift.document(*(base or (None, None)), raw)
+        base_id, base_data = base or (None, None)
+        found = drift.document(base_id, base_data, raw)
         # Ironic clears inspection_started_at at the end: the end stands for both.
-        entry = {
+        kept = {
             "source": IRONIC,
             "state": "finished",
             "started_at": finished,
             "finished_at": finished,
             "error": None,
         }
-        self.store.keep_entry(node_uuid, entry, raw, {**raw, "drift": found})
+        self.store.keep_entry(node_uuid, kept, raw, {**raw, "drift": found})
         if found["changes"]:
             self.store.notify_drift(node_uuid, finished, found)
             if self.drift_found is not None:

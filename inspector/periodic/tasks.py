@@ -9,10 +9,13 @@ import dataclasses
 import logging
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any, Protocol
 
+from oslo_config import cfg
+
+from inspector.broker import Publisher
 from inspector.broker.message import DELETE, EXPIRE, Request
 from inspector.coordination.election import Leadership
+from inspector.ironic import IronicClient
 from inspector.machine import Event, State
 from inspector.periodic.ironic_history import IronicHistory
 from inspector.store import Store
@@ -23,10 +26,6 @@ LOG = logging.getLogger(__name__)
 PAGE_SIZE = 1000
 
 
-class Publisher(Protocol):
-    def put(self, request: Request) -> None: ...
-
-
 @dataclasses.dataclass(frozen=True)
 class PeriodicTask:
     name: str
@@ -34,7 +33,7 @@ class PeriodicTask:
     run: Callable[[Leadership], str]  # returns a one-line outcome for the run record
 
 
-def periods(conf: Any) -> dict[str, float]:
+def periods(conf: cfg.ConfigOpts) -> dict[str, float]:
     """Each clean-up task's period: its own option, or [DEFAULT] clean_up_period."""
     group, default = conf.clean_up, conf.clean_up_period
     return {
@@ -51,8 +50,8 @@ class CleanUp:
         self,
         store: Store,
         queue: Publisher,
-        ironic: Any,
-        conf: Any,
+        ironic: IronicClient | None,
+        conf: cfg.ConfigOpts,
         *,
         drift_found: Callable[[dict[str, int]], None] | None = None,
     ) -> None:

@@ -2,20 +2,27 @@
 `inspector drift` command answer it: which two (by default the last two finished), then
 `drift.compare` of their raw data. Reads the store; writes nothing."""
 
+from datetime import datetime
 from typing import Any, Protocol
 
 from inspector.errors import BadRequest, NotFound
 from inspector.processing import drift
+from inspector.store.introspections import EntryRecord
 
 
 class History(Protocol):
     """The store's reads used here."""
 
-    def finished_introspections(self, node_uuid: str, *, before=None, limit: int = 1): ...
-    def history_data(self, node_uuid: str, ident: int): ...
+    def finished_introspections(
+        self, node_uuid: str, *, before: datetime | None = None, limit: int = 1
+    ) -> list[EntryRecord]: ...
+    def history_data(
+        self, node_uuid: str, ident: int
+    ) -> tuple[EntryRecord, dict[str, Any]] | None: ...
 
 
-def _found(store: History, node_uuid: str, ident: int):
+def _found(store: History, node_uuid: str, ident: int) -> tuple[EntryRecord, dict[str, Any]]:
+
     found = store.history_data(node_uuid, ident)
     if found is None:
         raise NotFound(f"Introspection {ident} of node {node_uuid} not found")

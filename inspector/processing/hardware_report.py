@@ -84,7 +84,7 @@ def _nic_firmware(data: dict, name: Any) -> str | None:
 
 
 def _nics(data: dict) -> list[Key]:
-    keys = []
+    keys: list[Key] = []
     for nic in _list(_dict(data.get("inventory")).get("interfaces")):
         if not isinstance(nic, dict):
             continue

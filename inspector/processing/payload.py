@@ -85,7 +85,7 @@ SCHEMA = {
 _VALIDATOR = validators.validator_for(SCHEMA)(SCHEMA)
 #: Valid or not in plain Python (a real payload in tens of microseconds; jsonschema's walk
 #: takes a millisecond): jsonschema only words what is wrong.
-_VALID = fast_check(SCHEMA)
+_VALID = fast_check(SCHEMA) or _VALIDATOR.is_valid
 #: The words for JSON Schema's types, and for the Python types of parsed JSON.
 _SCHEMA_TYPES = {
     "object": "an object",
@@ -141,7 +141,7 @@ def excess(data: Any, limits: Any) -> str | None:
     (it only counts lists), so it may run before or after the type check."""
     if not isinstance(data, dict):
         return None
-    inventory = data.get("inventory") if isinstance(data.get("inventory"), dict) else {}
+    inventory = given if isinstance(given := data.get("inventory"), dict) else {}
     counted = (
         ("inventory.interfaces", inventory.get("interfaces"), "interfaces", "max_interfaces"),
         ("macs", data.get("macs"), "MACs", "max_interfaces"),

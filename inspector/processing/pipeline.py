@@ -9,7 +9,7 @@ from typing import Any
 
 from oslo_config import cfg
 
-from inspector.ironic import IronicNode, IronicPort
+from inspector.ironic import IronicClient, IronicNode, IronicPort
 from inspector.processing import drift, payload
 from inspector.processing import hooks as hook_plugins
 from inspector.processing import rules as rule_engine
@@ -44,7 +44,7 @@ def node_patch(node: IronicNode, changes: NodeChanges) -> list[dict[str, Any]]:
     return patch + list(changes.patch)
 
 
-def apply(ironic: Any, node: IronicNode, changes: NodeChanges) -> int:
+def apply(ironic: IronicClient, node: IronicNode, changes: NodeChanges) -> int:
     """Send the changes to Ironic; the number of calls it took."""
     calls = 0
     patch = node_patch(node, changes)
@@ -87,12 +87,12 @@ def check_new_ports(conf: cfg.ConfigOpts, changes: NodeChanges) -> None:
 
 def process(
     conf: cfg.ConfigOpts,
-    ironic: Any,
+    ironic: IronicClient,
     node_uuid: str,
     raw: dict[str, Any],
     rules: list[dict],
     *,
-    hooks: list | None = None,
+    hooks: list[hook_plugins.ProcessingHook] | None = None,
     known: tuple[IronicNode, list[IronicPort]] | None = None,
     base: tuple[int, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
@@ -112,7 +112,8 @@ def process(
     )
     context.data.pop("logs", None)
     # Before hooks and rules, so that both can act on it.
-    context.data[DRIFT] = drift.document(*(base or (None, None)), raw)
+    base_id, base_data = base or (None, None)
+    context.data[DRIFT] = drift.document(base_id, base_data, raw)
     hook_plugins.run(hooks if hooks is not None else hook_plugins.load(conf), context)
     applicable = [rule for rule in rules if rule_engine.applies(rule, node)]
     matched = rule_engine.evaluate(applicable, context)

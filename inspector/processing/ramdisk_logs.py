@@ -15,8 +15,10 @@ from oslo_config import cfg
 LOG = logging.getLogger(__name__)
 
 
-def file_name(conf: cfg.ConfigOpts, node_uuid: str, data: dict[str, Any], now) -> str:
-    inventory = data.get("inventory") if isinstance(data.get("inventory"), dict) else {}
+def file_name(
+    conf: cfg.ConfigOpts, node_uuid: str, data: dict[str, Any], now: datetime.datetime
+) -> str:
+    inventory = given if isinstance(given := data.get("inventory"), dict) else {}
     return conf.processing.ramdisk_logs_filename_format.format(
         uuid=node_uuid or "unknown",
         bmc=inventory.get("bmc_address") or "unknown",

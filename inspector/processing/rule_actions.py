@@ -43,7 +43,7 @@ def _parse_field(field_name: str) -> tuple[str, list[str]]:
     return name, _KEY.findall(match["keys"])
 
 
-def _check_spec(field_name: str, format_spec: str) -> None:
+def _check_spec(field_name: str | None, format_spec: str) -> None:
     # A format spec is the rule's own text, never data: `{data[x]:{data}}` would expand
     # the data into the spec, and an error about the spec would quote it.
     if "{" in format_spec:

@@ -82,7 +82,12 @@ def check(
     checked: list[dict[str, Any]] = []
     stopped = None
     for node, data in nodes:
-        entry = {"uuid": node.uuid, "name": node.name, "error": stopped, "rules": []}
+        entry: dict[str, Any] = {
+            "uuid": node.uuid,
+            "name": node.name,
+            "error": stopped,
+            "rules": [],
+        }
         checked.append(entry)
         if stopped is None:
             entry["rules"], stopped = check_node(conf, rules, node, data, deadline)
@@ -153,5 +158,6 @@ def shown(value: Any) -> Any:
     text = json.dumps(value, sort_keys=True, default=str)
     if len(text) <= MAX_SHOWN_VALUE:
         return value
-    kind = {dict: "an object", list: "a list", str: "a string"}.get(type(value), "a value")
+    kinds: dict[type, str] = {dict: "an object", list: "a list", str: "a string"}
+    kind = kinds.get(type(value), "a value")
     return f"<{kind} of {len(text)} characters in JSON>"

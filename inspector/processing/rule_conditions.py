@@ -223,7 +223,7 @@ def outcome(
     is-empty false. `tick` is called after each value is tested (the evaluation's time
     bound raises from it)."""
     op = condition.get("op")
-    test = OPS.get(op)
+    test = OPS.get(op) if isinstance(op, str) else None
     if test is None:
         raise ProcessingError(f"unknown condition op {op!r}")
     found = field_values(condition["field"], sources)

@@ -7,7 +7,7 @@ same, and say where the problem is after its headings otherwise.
 
 import ipaddress
 import uuid as uuid_module
-from typing import Any
+from typing import Any, NoReturn
 
 from inspector.errors import BadRequest
 from inspector.processing import rule_actions, rule_conditions, rule_regex
@@ -45,7 +45,7 @@ RULE_KEYS = {"uuid", "description", "conditions", "actions", "scope"}
 MAX_SCOPE_LENGTH = 255
 
 
-def _fail(where: str, message: str) -> None:
+def _fail(where: str, message: str) -> NoReturn:
     group = where.partition("[")[0]
     if group in ("conditions", "actions"):  # ironic-inspector's rules._validate_<group>
         raise BadRequest(f"Validation failed for {group}: {where}: {message}")

@@ -82,7 +82,7 @@ class Outcome(enum.StrEnum):
 class Seen(typing.NamedTuple):
     """One condition as the rules check saw it."""
 
-    index: int
+    index: int  # type: ignore[assignment]  # shadows tuple.index: the report's own name
     found: list[Any]
     holds: bool
     #: Why it could not be tested, after an earlier condition already failed (processing

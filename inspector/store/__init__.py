@@ -10,6 +10,7 @@ from inspector.store.nodes import UNSET, NodeRecord
 from inspector.store.requests import RequestRecord
 from inspector.store.store import Store
 from inspector.store.transitions import Change
+from inspector.store.worker_store import WorkerStore
 
 __all__ = [
     "UNSET",
@@ -17,6 +18,7 @@ __all__ = [
     "NodeRecord",
     "RequestRecord",
     "Store",
+    "WorkerStore",
     "create_engine",
     "database_url",
     "default_url",

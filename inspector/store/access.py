@@ -10,15 +10,20 @@ import contextlib
 import logging
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from sqlalchemy import Executable
-from sqlalchemy.engine import Engine
+from sqlalchemy import ClauseElement
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 from inspector import deadlines
 from inspector.store import engine as engines
 from inspector.store.prepared import Prepared
+
+_T = TypeVar("_T")
+_P = ParamSpec("_P")
+
 
 LOG = logging.getLogger(__name__)
 
@@ -58,7 +63,7 @@ class Access:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({engines.describe(self.engine.url)})"
 
-    def prepare(self, statement: Executable) -> Prepared:
+    def prepare(self, statement: ClauseElement) -> Prepared:
         """`statement` compiled once, run in autocommit (each run committed on its own)."""
         return Prepared(self._autocommit, statement)
 
@@ -71,17 +76,19 @@ class Access:
         with self._guarded(), self._sessions.begin() as session:
             yield session
 
-    def _read(self, query, *args, **kwargs):
+    def _read(
+        self, query: Callable[Concatenate[Connection, _P], _T], *args: _P.args, **kwargs: _P.kwargs
+    ) -> _T:
         """Run a read outside a transaction; once more when the server had dropped the
         pooled connection (a database restart), so that no caller sees that."""
 
-        def run():
+        def run() -> _T:
             with self._autocommit.connect() as connection:
                 return query(connection, *args, **kwargs)
 
         return self._retried(run)
 
-    def _retried(self, read):
+    def _retried(self, read: Callable[[], _T]) -> _T:
         with self._guarded():
             for attempt in (1, 2):
                 try:
@@ -100,20 +107,22 @@ class Access:
         with engines.translate_errors(self.engine):
             yield
 
-    def _run(self, statement: Prepared, **params) -> int:
+    def _run(self, statement: Prepared, **params: Any) -> int:
         """A one-statement write in autocommit; the number of rows it changed."""
         with self._guarded():
             return statement.run(**params)
 
-    def _first(self, statement: Prepared, **params) -> dict | None:
+    def _first(self, statement: Prepared, **params: Any) -> dict[str, Any] | None:
         """A one-statement write in autocommit; the first row it returned."""
         with self._guarded():
             return statement.first(**params)
 
-    def _write(self, query, *args, **kwargs):
+    def _write(
+        self, query: Callable[Concatenate[Connection, _P], _T], *args: _P.args, **kwargs: _P.kwargs
+    ) -> _T:
         return self._transaction(lambda connection: query(connection, *args, **kwargs))
 
-    def _transaction(self, work):
+    def _transaction(self, work: Callable[[Connection], _T]) -> _T:
         """work(connection) in a transaction, committed; run again when MySQL or MariaDB
         ended it to break a deadlock (it was rolled back: nothing of it was kept)."""
         with self._guarded():

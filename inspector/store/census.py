@@ -21,9 +21,12 @@ class Census:
 
 
 def take(connection: Connection) -> Census:
-    states = dict(
-        connection.execute(select(NODES.c.state, func.count()).group_by(NODES.c.state)).all()
-    )
+    states: dict[str, int] = {
+        state: count
+        for state, count in connection.execute(
+            select(NODES.c.state, func.count()).group_by(NODES.c.state)
+        )
+    }
     leaders = {
         row.name.split(":", 1)[1]: (row.holder, row.term, row.at)
         for row in connection.execute(select(MARKERS).where(MARKERS.c.name.like("leader:%")))

@@ -10,25 +10,26 @@ asked: read-after-write holds across processes, as with one statement per read.
 
 import threading
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any
+from typing import Generic, TypeVar
 
 #: Keys in one statement at most; the rest go in the next one.
 MAX_BATCH = 64
 
-Fetch = Callable[[Sequence[Hashable]], dict[Hashable, Any]]
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
 
 
-class _Waiter:
+class _Waiter(Generic[K, V]):
     __slots__ = ("_woken", "done", "error", "key", "value")
 
-    def __init__(self, key: Hashable) -> None:
+    def __init__(self, key: K) -> None:
         self.key = key
         # A bare lock, held from the start: wake() releases it and wait() returns. Far
         # cheaper than an Event (a Condition, its lock and a list) on this hot path.
         self._woken = threading.Lock()
         self._woken.acquire()
         self.done = False
-        self.value: Any = None
+        self.value: V | None = None
         self.error: BaseException | None = None
 
     def wait(self) -> None:
@@ -37,13 +38,13 @@ class _Waiter:
     def wake(self) -> None:
         self._woken.release()
 
-    def outcome(self) -> Any:
+    def outcome(self) -> V | None:
         if self.error is not None:
             raise self.error
         return self.value
 
 
-class Coalescer:
+class Coalescer(Generic[K, V]):
     """`get(key)` is `fetch([key]).get(key)`, with concurrent keys fetched together.
 
     `fetch` answers a dict of the keys it found (missing ones are answered None). The
@@ -52,20 +53,22 @@ class Coalescer:
     thread polls and none runs statements for reads that arrive after its own is answered.
     """
 
-    def __init__(self, fetch: Fetch, max_batch: int = MAX_BATCH) -> None:
+    def __init__(
+        self, fetch: Callable[[Sequence[K]], dict[K, V]], max_batch: int = MAX_BATCH
+    ) -> None:
         self._fetch = fetch
         self._max_batch = max_batch
         self._lock = threading.Lock()
         #: Reads waiting for the next statement, in arrival order.
-        self._pending: list[_Waiter] = []
+        self._pending: list[_Waiter[K, V]] = []
         #: A statement is in flight, or a successor has been told to run the next one.
         self._leading = False
         #: Statements run and reads they answered (the tests read them).
         self.statements = 0
         self.reads = 0
 
-    def get(self, key: Hashable) -> Any:
-        waiter = _Waiter(key)
+    def get(self, key: K) -> V | None:
+        waiter: _Waiter[K, V] = _Waiter(key)
         with self._lock:
             self._pending.append(waiter)
             lead = not self._leading
@@ -86,7 +89,7 @@ class Coalescer:
             del self._pending[: self._max_batch]
         keys = list(dict.fromkeys(waiter.key for waiter in batch))
         error: BaseException | None = None
-        found: dict[Hashable, Any] = {}
+        found: dict[K, V] = {}
         try:
             found = self._fetch(keys)
         except BaseException as exc:  # every waiter re-raises it in its own thread

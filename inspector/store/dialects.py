@@ -8,6 +8,9 @@ statement. Elsewhere a transaction does the write and each read is its own state
 The answers are the same on every database (tests/contract/test_store.py).
 """
 
+from collections.abc import Sequence
+from typing import Any
+
 from inspector.store import lookup, transitions
 from inspector.store.access import Access
 from inspector.store.coalesce import Coalescer
@@ -59,7 +62,7 @@ class Postgresql(Portable):
         """Reads made at the same time by other threads may share the statement."""
         return self._node_reads.get(uuid)
 
-    def _read_nodes_by_uuid(self, uuids) -> dict:
+    def _read_nodes_by_uuid(self, uuids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """Rows by uuid, for the coalescer: a lone read runs the one-row statement."""
         if len(uuids) == 1:
             row = super().read_node(uuids[0])

@@ -179,7 +179,8 @@ _READ_ONLY_SESSION = {
 def _readonly_sqlite_url(url: URL) -> URL:
     """url as a read-only `file:` URI (its path quoted: SQLite decodes %XX in URIs)."""
     database = url.database or ""
-    if url.query.get("uri", "").lower() not in ("true", "1"):
+    uri = url.query.get("uri", "")
+    if not isinstance(uri, str) or uri.lower() not in ("true", "1"):
         database = "file:" + urllib.parse.quote(database)
     return url.set(database=database).update_query_dict({"mode": "ro", "uri": "true"})
 
@@ -262,7 +263,7 @@ def is_deadlock(engine: Engine, error: exc.DBAPIError) -> bool:
     of it was kept, it may run again."""
     if engine.dialect.name not in MYSQL_DIALECTS:
         return False
-    args = getattr(error.orig, "args", ())
+    args: tuple[object, ...] = getattr(error.orig, "args", ())
     return bool(args) and args[0] == MYSQL_DEADLOCK
 
 

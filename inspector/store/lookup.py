@@ -5,11 +5,13 @@ key's (name, value) index: one query whatever the number of nodes.
 """
 
 import json
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
     Connection,
+    Select,
     String,
     and_,
     bindparam,
@@ -71,7 +73,7 @@ REPLACE_ATTRIBUTES = text(
 )
 
 
-def _counts(attributes: dict[str, list[str]]):
+def _counts(attributes: dict[str, list[str]]) -> Select[tuple[str, int]] | None:
     """node_uuid, how many of `attributes` point at it; None when there is nothing."""
     clauses = [
         and_(ATTRIBUTES.c.name == name, ATTRIBUTES.c.value.in_(sorted({v.lower() for v in values})))
@@ -122,9 +124,9 @@ _COUNTED = (
 CANDIDATES = select(_COUNTED.c.matches, NODES).join(NODES, NODES.c.uuid == _COUNTED.c.node_uuid)
 
 
-def found(rows) -> dict[str, tuple[int, NodeRecord]]:
+def found(rows: Iterable[Mapping[Any, Any]]) -> dict[str, tuple[int, NodeRecord]]:
     """`candidates`' answer from rows of `CANDIDATES` (mappings: matches and the node)."""
-    result = {}
+    result: dict[str, tuple[int, NodeRecord]] = {}
     for row in rows:
         fields = dict(row)
         count = fields.pop("matches")

@@ -5,6 +5,7 @@ leave a session: query modules turn them into frozen records.
 """
 
 from datetime import datetime
+from typing import ClassVar
 
 from sqlalchemy import (
     Boolean,
@@ -15,6 +16,7 @@ from sqlalchemy import (
     MetaData,
     PrimaryKeyConstraint,
     String,
+    Table,
     Text,
     false,
     true,
@@ -50,6 +52,8 @@ def _rule_fk() -> ForeignKey:
 
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    #: Declared a Table: SQLAlchemy types `__table__` as the wider FromClause.
+    __table__: ClassVar[Table]
 
 
 class Node(Base):

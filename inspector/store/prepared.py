@@ -11,10 +11,14 @@ DBAPIError, for `engine.translate_errors`.
 
 import re
 import uuid
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, cast, overload
 
-from sqlalchemy import Executable, Select, exc
+from sqlalchemy import ClauseElement, Select, exc
 from sqlalchemy.engine import Engine
+from sqlalchemy.engine.interfaces import DBAPIModule
+from sqlalchemy.pool import PoolProxiedConnection
+from sqlalchemy.sql.compiler import SQLCompiler
 
 from inspector.store import internals
 
@@ -23,18 +27,26 @@ try:
 except ImportError:  # psycopg is the `postgresql` extra: Libpq is only made on it
     pass
 
+if TYPE_CHECKING:
+    import psycopg
+
 #: What `_execute` fetches: the first row, every row (None: nothing, the row count).
 FIRST = "first"
 ALL = "all"
+
+#: What a fetch answers: the rows, and their column names when the statement does not
+#: name its columns.
+_Rows = tuple[Sequence[Sequence[Any]], list[str] | None]
 
 
 class Prepared:
     """One statement on one engine: `first(**params)` for its first row, `run(**params)`
     for the number of rows it changed."""
 
-    def __init__(self, engine: Engine, statement: Executable) -> None:
+    def __init__(self, engine: Engine, statement: ClauseElement) -> None:
         dialect = engine.dialect
-        compiled = statement.compile(dialect=dialect)
+        # DML and SELECT statements compile to a SQLCompiler.
+        compiled = cast(SQLCompiler, statement.compile(dialect=dialect))
         self.engine = engine
         constants = [name for name, bind in compiled.binds.items() if bind.value is not None]
         if constants:
@@ -52,7 +64,7 @@ class Prepared:
         #: A write is committed at once: the raw connection of a SQLite engine is not in
         #: autocommit (on a server database this costs no round trip).
         self._commits = not is_select
-        selected = statement.selected_columns if is_select else ()
+        selected = statement.selected_columns if isinstance(statement, Select) else ()
         self.columns = tuple(column.name for column in selected)
         self._processors = tuple(
             column.type.dialect_impl(dialect).result_processor(dialect, None) for column in selected
@@ -78,7 +90,7 @@ class Prepared:
         """Execute it; the number of rows it changed."""
         return self._execute(params, fetch=None)[0]
 
-    def _row(self, row, names) -> dict[str, Any]:
+    def _row(self, row: Sequence[Any], names: list[str] | None) -> dict[str, Any]:
         if names is not None:
             return dict(zip(names, row, strict=True))
         return {
@@ -86,16 +98,21 @@ class Prepared:
             for name, process, value in zip(self.columns, self._processors, row, strict=True)
         }
 
-    def _execute(self, params: dict[str, Any], *, fetch: str | None):
+    @overload
+    def _execute(self, params: dict[str, Any], *, fetch: None) -> tuple[int, None]: ...
+    @overload
+    def _execute(self, params: dict[str, Any], *, fetch: str) -> _Rows: ...
+    def _execute(self, params: dict[str, Any], *, fetch: str | None) -> tuple[int, None] | _Rows:
         for name, process in self._binds:
             params[name] = process(params[name])
         args = params if self._order is None else tuple(params[name] for name in self._order)
         connection = None
         try:
             connection = self.engine.raw_connection()
-            if self._libpq is not None:
-                return self._libpq.execute(connection, args, fetch=fetch, named=not self.columns)
+            if self._libpq is not None:  # (only made without positional parameters)
+                return self._libpq.execute(connection, params, fetch=fetch, named=not self.columns)
             cursor = connection.cursor()
+            result: tuple[int, None] | _Rows
             try:
                 cursor.execute(self._sql, args)
                 if fetch is None:
@@ -117,8 +134,14 @@ class Prepared:
             if connection is not None:
                 connection.close()
 
-    def _wrap(self, error: Exception, connection, args) -> exc.DBAPIError:
-        """SQLAlchemy's wrapper of a driver error; None connection: connecting failed."""
+    def _wrap(
+        self,
+        error: DBAPIModule.Error,
+        connection: PoolProxiedConnection | None,
+        args: dict[str, Any] | tuple[Any, ...],
+    ) -> exc.StatementError:
+        """SQLAlchemy's wrapper of a driver error (a DBAPIError); None connection:
+        connecting failed."""
         dialect = self.engine.dialect
         lost = connection is not None and dialect.is_disconnect(
             error, connection.dbapi_connection, None
@@ -178,7 +201,22 @@ class Libpq:
         #: types (a None where a value was) make another statement.
         self._statements: dict[tuple[int, ...], bytes] = {}
 
-    def execute(self, connection, params: dict[str, Any], *, fetch: str | None, named: bool):
+    @overload
+    def execute(
+        self, connection: PoolProxiedConnection, params: dict[str, Any], *, fetch: None, named: bool
+    ) -> tuple[int, None]: ...
+    @overload
+    def execute(
+        self, connection: PoolProxiedConnection, params: dict[str, Any], *, fetch: str, named: bool
+    ) -> _Rows: ...
+    def execute(
+        self,
+        connection: PoolProxiedConnection,
+        params: dict[str, Any],
+        *,
+        fetch: str | None,
+        named: bool,
+    ) -> tuple[int, None] | _Rows:
         """What Prepared._execute answers: (rowcount, None), or (rows, column names
         when `named`)."""
         info = connection.info
@@ -193,7 +231,7 @@ class Libpq:
         if name is None:
             name = f"{self._name}_{'_'.join(map(str, types))}".encode()
             self._statements[types] = name
-        pgconn = connection.dbapi_connection.pgconn
+        pgconn = cast("psycopg.Connection[Any]", connection.dbapi_connection).pgconn
         prepared = info[self.PREPARED]
         for attempt in (1, 2):
             if name not in prepared:
@@ -209,11 +247,13 @@ class Libpq:
             return int(result.command_tuples or 0), None
         count = min(1, result.ntuples) if fetch is FIRST else result.ntuples
         rows = internals.load_rows(transformer, result, count)
-        names = [result.fname(i).decode() for i in range(result.nfields)] if named else None
+        names = (
+            [(result.fname(i) or b"").decode() for i in range(result.nfields)] if named else None
+        )
         return rows, names
 
 
-def _forgotten(result) -> bool:
+def _forgotten(result: "pq.abc.PGresult") -> bool:
     """Whether the server no longer knew the statement (looked at on failure only)."""
     return (
         result.status == pq.ExecStatus.FATAL_ERROR
@@ -221,7 +261,7 @@ def _forgotten(result) -> bool:
     )
 
 
-def _check(result) -> None:
+def _check(result: "pq.abc.PGresult") -> None:
     """Raise the psycopg error of a failed result, as its cursor would."""
     if result.status not in (pq.ExecStatus.TUPLES_OK, pq.ExecStatus.COMMAND_OK):
         raise internals.error_from_result(result)

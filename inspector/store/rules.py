@@ -6,9 +6,9 @@ path, ...) as JSON `params`; records come back as plain dicts in the API's shape
 
 import json
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import delete, select
+from sqlalchemy import CursorResult, delete, select
 from sqlalchemy.orm import Session
 
 from inspector import errors
@@ -122,7 +122,8 @@ def full(session: Session, uuids: list[str]) -> list[dict[str, Any]]:
 
 
 def remove(session: Session, uuid: str) -> None:
-    if session.execute(delete(Rule).where(Rule.uuid == uuid)).rowcount != 1:  # type: ignore[attr-defined]
+    result = cast(CursorResult[Any], session.execute(delete(Rule).where(Rule.uuid == uuid)))
+    if result.rowcount != 1:
         raise errors.NotFound(f"Rule {uuid} was not found")
 
 

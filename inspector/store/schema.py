@@ -68,7 +68,9 @@ def chain() -> list[tuple[str, str]]:
     ]
 
 
-def pending(current: str | None, revisions: list[tuple[str, str]] | None = None):
+def pending(
+    current: str | None, revisions: list[tuple[str, str]] | None = None
+) -> list[tuple[str, str]] | None:
     """The revisions after `current`, with their phases; None when `current` is not one
     of ours (a newer release wrote it)."""
     revisions = chain() if revisions is None else revisions

@@ -3,6 +3,7 @@ task runs, the reboot throttle's last power-on, and the nodes each clean-up task
 """
 
 import dataclasses
+from collections.abc import Collection
 from datetime import datetime
 
 from sqlalchemy import Connection, and_, delete, insert, or_, select, update
@@ -88,7 +89,7 @@ def start_run(
     result = connection.execute(
         insert(RUNS).values(task=task, holder=holder, term=term, started_at=now)
     )
-    return result.inserted_primary_key[0]
+    return result.inserted_primary_key[0]  # type: ignore[index]  # an INSERT's result has it
 
 
 def finish_run(connection: Connection, run_id: int, now: datetime, outcome: str) -> None:
@@ -131,7 +132,11 @@ def expired(connection: Connection, before: datetime) -> list[str]:
 
 
 def node_uuids(
-    connection: Connection, *, limit: int, after: str | None = None, skip_states=()
+    connection: Connection,
+    *,
+    limit: int,
+    after: str | None = None,
+    skip_states: Collection[str] = (),
 ) -> list[str]:
     """One page of node UUIDs in UUID order, after `after`, without `skip_states`."""
     query = select(NODES.c.uuid).order_by(NODES.c.uuid).limit(limit)

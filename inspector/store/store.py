@@ -9,9 +9,12 @@ transactions are `access`'s. No module-level instance: build one from the config
 """
 
 import json
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
+from datetime import datetime
+from typing import Any, cast
 
 from oslo_config import cfg
+from sqlalchemy import Connection
 from sqlalchemy.engine import Engine
 
 from inspector import errors
@@ -118,7 +121,7 @@ class Store(History):
             return self._dialect.apply(change, previous)
         now = self.clock()
 
-        def write(connection):
+        def write(connection: Connection) -> NodeRecord:
             node = transitions.apply(connection, change, previous, now)
             outbox.record(
                 connection, kind, node, request_id=change.request_id, event=change.event, now=now
@@ -134,7 +137,7 @@ class Store(History):
         without a transaction: the caller holds the node lock, and writes swap on the
         version anyway."""
         row = self._retried(lambda: self._load.first(uuid=node_uuid, request_id=request_id))
-        return transitions.loaded(row)
+        return transitions.loaded(cast(dict[str, Any], row))  # LOAD's anchor: always a row
 
     def finish_request(self, request_id: str) -> None:
         """Mark an applied request done: one statement, committed on its own."""
@@ -276,7 +279,7 @@ class Store(History):
             singletons.start_run, kind, task, holder=holder, term=term, now=self.clock()
         )
 
-    def finish_run(self, run_id: int, outcome: str, *, at=None) -> None:
+    def finish_run(self, run_id: int, outcome: str, *, at: datetime | None = None) -> None:
         """Record a run's end, at `at` when given (never later than now)."""
         now = self.clock()
         self._write(singletons.finish_run, run_id, min(at or now, now), outcome)
@@ -284,7 +287,7 @@ class Store(History):
     def task_runs(self, task: str | None = None) -> list[RunRecord]:
         return self._read(singletons.runs, task)
 
-    def forget_runs(self, before) -> int:
+    def forget_runs(self, before: datetime) -> int:
         return self._write(singletons.forget_runs, before)
 
     def last_power_on(self) -> MarkRecord | None:
@@ -293,13 +296,15 @@ class Store(History):
     def mark_power_on(self, holder: str) -> None:
         self._write(singletons.set_mark, singletons.THROTTLE, holder, self.clock())
 
-    def timed_out_nodes(self, before) -> list[str]:
+    def timed_out_nodes(self, before: datetime) -> list[str]:
         return self._read(singletons.timed_out, before)
 
-    def expired_nodes(self, before) -> list[str]:
+    def expired_nodes(self, before: datetime) -> list[str]:
         return self._read(singletons.expired, before)
 
-    def node_uuids(self, *, limit: int, after: str | None = None, skip_states=()) -> list[str]:
+    def node_uuids(
+        self, *, limit: int, after: str | None = None, skip_states: Collection[str] = ()
+    ) -> list[str]:
         return self._read(singletons.node_uuids, limit=limit, after=after, skip_states=skip_states)
 
     def census(self) -> census.Census:
@@ -320,5 +325,5 @@ class Store(History):
     def pending_notifications(self) -> int:
         return self._read(outbox.pending)
 
-    def forget_notifications(self, before) -> int:
+    def forget_notifications(self, before: datetime) -> int:
         return self._write(outbox.forget_delivered, before)

@@ -6,9 +6,25 @@ transaction where one statement cannot do it, see `apply`)."""
 
 import dataclasses
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import Connection, any_, bindparam, insert, literal_column, select, update
+from sqlalchemy import (
+    CTE,
+    ColumnClause,
+    ColumnElement,
+    Connection,
+    Label,
+    Table,
+    Update,
+    any_,
+    bindparam,
+    insert,
+    literal_column,
+    select,
+    update,
+)
 from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.sql.dml import ReturningInsert
 
 from inspector import errors
 from inspector.machine import FINAL_STATES, UNFINISHED, RequestStatus, State, Transition
@@ -29,11 +45,11 @@ READ_NODES = select(NODES).where(
 )
 
 
-def _prefixed(table, prefix: str) -> list:
+def _prefixed(table: Table, prefix: str) -> list[Label[Any]]:
     return [column.label(prefix + column.name) for column in table.c]
 
 
-def _constant(value: str):
+def _constant(value: str) -> ColumnClause[Any]:
     """One of our own status words written into the statement (no bind parameter)."""
     return literal_column(f"'{value}'")
 
@@ -48,7 +64,7 @@ LOAD = select(*_prefixed(NODES, "node_"), *_prefixed(REQUESTS, "request_")).sele
 )
 
 
-def _mark(target: str, sources: tuple[str, ...], **values):
+def _mark(target: str, sources: tuple[str, ...], **values: ColumnElement[Any]) -> Update:
     return (
         update(REQUESTS)
         .where(
@@ -131,8 +147,8 @@ def loaded(row: dict) -> tuple[NodeRecord | None, RequestRecord | None]:
     )
 
 
-def _optional(change: Change) -> dict:
-    values = {"error": change.error, "started_at": change.started_at}
+def _optional(change: Change) -> dict[str, Any]:
+    values: dict[str, Any] = {"error": change.error, "started_at": change.started_at}
     values["finished_at"] = change.finished_at
     values["manage_boot"] = change.manage_boot
     return {k: v for k, v in values.items() if v is not UNSET}
@@ -175,7 +191,7 @@ def apply(
     return record
 
 
-def _recorded(written):
+def _recorded(written: CTE) -> ReturningInsert[tuple[str]]:
     """The request row, inserted from the node row `written` (a CTE returning the
     node's uuid and new version): no row, no request."""
     column = REQUESTS.c
@@ -198,7 +214,7 @@ def _recorded(written):
     )
 
 
-def swap_statement(fields: tuple[str, ...]):
+def swap_statement(fields: tuple[str, ...]) -> ReturningInsert[tuple[str]]:
     """PostgreSQL: the compare-and-swap and the request row as ONE statement
     (`WITH changed AS (UPDATE ... RETURNING) INSERT ... SELECT FROM changed`), atomic
     without a transaction around it: one round trip instead of four. `fields` are the

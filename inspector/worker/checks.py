@@ -12,7 +12,7 @@ from inspector import redaction
 from inspector.broker import Publisher
 from inspector.broker.message import Request
 from inspector.machine import Event, Machine, State, Transition
-from inspector.store import NodeRecord, Store
+from inspector.store import NodeRecord, WorkerStore
 from inspector.worker import metrics as outcomes
 from inspector.worker import power
 from inspector.worker.tasks import Runner
@@ -41,7 +41,7 @@ class PowerChecks:
     """Settles check requests for the handler, which holds the node's lock."""
 
     def __init__(
-        self, store: Store, queue: Publisher, tasks: Runner, machine: Machine, *, end: End
+        self, store: WorkerStore, queue: Publisher, tasks: Runner, machine: Machine, *, end: End
     ) -> None:
         self.store = store
         self.queue = queue

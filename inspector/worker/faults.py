@@ -13,20 +13,37 @@ import dataclasses
 import logging
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, Protocol, TypeVar
+
+from inspector.coordination.election import Leadership
 
 LOG = logging.getLogger(__name__)
+
+
+class _Periodic(Protocol):
+    """A periodic task (inspector.periodic.tasks.PeriodicTask: a dataclass)."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def run(self) -> Callable[[Leadership], str]: ...
+
+
+_Task = TypeVar("_Task", bound=_Periodic)
 
 
 class Faults:
     def __init__(
         self,
         pause_before_ack: frozenset[str] = frozenset(),
-        slow_task=None,
-        marker=None,
+        slow_task: Mapping[str, float] | None = None,
+        marker: str | None = None,
         skip_tasks: bool = False,
-        slow_periodic=None,
-    ):
+        slow_periodic: Mapping[str, float] | None = None,
+    ) -> None:
         self.pause_before_ack = pause_before_ack
         self.slow_task: dict[str, float] = dict(slow_task or {})
         self.marker = marker
@@ -37,7 +54,10 @@ class Faults:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> "Faults":
-        pause, slow, slow_periodic, skip = set(), {}, {}, False
+        pause: set[str] = set()
+        slow: dict[str, float] = {}
+        slow_periodic: dict[str, float] = {}
+        skip = False
         for item in filter(None, environ.get("INSPECTOR_FAULTS", "").split(",")):
             name, _, value = item.partition("=")
             if name == "pause_before_ack":
@@ -69,7 +89,7 @@ class Faults:
             # Deliberately not the shutdown flag: a running task finishes on SIGTERM.
             threading.Event().wait(seconds)
 
-    def periodic(self, tasks: list) -> list:
+    def periodic(self, tasks: list[_Task]) -> list[_Task]:
         """The periodic tasks (inspector.periodic.tasks.PeriodicTask), those named in
         slow_periodic waiting that long before each run's work (or until the leadership
         ends, when the run stops: Fenced)."""
@@ -81,8 +101,8 @@ class Faults:
         ]
 
 
-def _slowed(run, seconds: float):
-    def slowed(leadership):
+def _slowed(run: Callable[[Leadership], str], seconds: float) -> Callable[[Leadership], str]:
+    def slowed(leadership: Leadership) -> str:
         leadership.wait(seconds)
         leadership.check()
         return run(leadership)

@@ -18,6 +18,7 @@ later); never acknowledges before the follow-up is applied or enqueued.
 import logging
 import time
 from collections.abc import Callable
+from typing import Any
 
 from inspector import errors, redaction
 from inspector.broker import Delivery, Publisher
@@ -34,7 +35,7 @@ from inspector.machine import (
     State,
     Transition,
 )
-from inspector.store import NodeRecord, RequestRecord, Store
+from inspector.store import NodeRecord, RequestRecord, WorkerStore
 from inspector.worker import metrics as outcomes
 from inspector.worker import power, removal
 from inspector.worker.checks import FAILED, PowerChecks
@@ -55,7 +56,7 @@ MAX_ATTEMPTS = 200
 class Handler:
     def __init__(
         self,
-        store: Store,
+        store: WorkerStore,
         coordinator: DLM,
         queue: Publisher,
         tasks: Runner,
@@ -85,8 +86,8 @@ class Handler:
         request = delivery.request
         with context_of(request):
             unusable = self._unusable(delivery)
-            if unusable is not None:
-                delivery.dead_letter(unusable)
+            if unusable is not None or request is None:  # (_unusable says why without one)
+                delivery.dead_letter(unusable or "malformed request")
                 self.metrics.transition(_event_name(request), outcomes.DEAD_LETTERED)
                 return
             with self.coordinator.try_lock(lock_name(request.node_uuid)) as held:
@@ -283,7 +284,7 @@ class Handler:
         # Our own errors (a processing error, Ironic's refusal, a lookup failure) are
         # one line; a stack only for a bug, or for anything with debug on.
         expected = isinstance(exc, errors.InspectorError)
-        message = exc.message if expected else str(exc)
+        message = exc.message if isinstance(exc, errors.InspectorError) else str(exc)
         self._log(
             request,
             logging.ERROR,
@@ -307,9 +308,9 @@ class Handler:
         """Commit request's transition into an end state as the request `end`, then the
         end's task (the announcement to the PXE firewalls, with an announcer), after
         which `end` is done. Under the lock held: nobody else moved the node."""
-        node = self._commit(request, node, transition, request_id=end.request_id, reason=reason)
-        if node is not None and self.tasks.has_work(transition):
-            self.tasks.run(node, end, transition)
+        ended = self._commit(request, node, transition, request_id=end.request_id, reason=reason)
+        if ended is not None and self.tasks.has_work(transition):
+            self.tasks.run(ended, end, transition)
             self.store.finish_request(end.request_id)
 
     def _refused(
@@ -326,7 +327,7 @@ class Handler:
             self.store.reject(node.uuid, request.request_id, event, node.state, message)
         return outcomes.REFUSED
 
-    def _log(self, request: Request, level: int, message: str, *args, **kwargs) -> None:
+    def _log(self, request: Request, level: int, message: str, *args: Any, **kwargs: Any) -> None:
         LOG.log(
             level,
             "[node %s req %s %s] " + message,

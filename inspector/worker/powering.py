@@ -16,7 +16,7 @@ from oslo_config import cfg
 
 from inspector.broker.message import Request
 from inspector.errors import InspectorError, NotFound, ServiceUnavailable
-from inspector.ironic import Ironic
+from inspector.ironic import IronicClient
 from inspector.machine import State
 from inspector.store import NodeRecord
 from inspector.worker import power
@@ -37,7 +37,7 @@ class Powering:
 
     def __init__(
         self,
-        ironic: Ironic,
+        ironic: IronicClient,
         conf: cfg.ConfigOpts,
         *,
         throttle: RebootThrottle | None = None,

@@ -6,13 +6,13 @@ from datetime import UTC
 
 from inspector.broker.message import DELETE, Request
 from inspector.machine import FINAL_STATES
-from inspector.store import Store
+from inspector.store import WorkerStore
 from inspector.worker import metrics as outcomes
 
 LOG = logging.getLogger(__name__)
 
 
-def remove(store: Store, request: Request) -> str:
+def remove(store: WorkerStore, request: Request) -> str:
     """`delete` removes the node's records and history; `expire` removes an ended
     introspection's status and current data (its history stays),
     unless the node started another one since the request was made (its end is then

@@ -15,12 +15,12 @@ from oslo_config import cfg
 from inspector.broker.channels import Announcer
 from inspector.broker.message import Request
 from inspector.errors import Conflict
-from inspector.ironic import Ironic, IronicNode, IronicPort, bmc_addresses
+from inspector.ironic import IronicClient, IronicNode, IronicPort, bmc_addresses
 from inspector.machine import Task, Transition
 from inspector.processing import hooks as hook_plugins
 from inspector.processing import lookup, pipeline
 from inspector.processing.context import ProcessingError
-from inspector.store import NodeRecord, Store
+from inspector.store import NodeRecord, WorkerStore
 from inspector.store.snapshots import SnapshotRecord
 from inspector.worker import power
 from inspector.worker.metrics import NoMetrics, Recorder
@@ -30,7 +30,7 @@ from inspector.worker.throttle import RebootThrottle
 LOG = logging.getLogger(__name__)
 
 
-def _no_dns(*_args, **_kwargs) -> list:
+def _no_dns(*_args: object, **_kwargs: object) -> list[Any]:
     """A resolver that resolves nothing (see Tasks._refuse_known_bmc)."""
     return []
 
@@ -82,8 +82,8 @@ class Tasks:
 
     def __init__(
         self,
-        store: Store,
-        ironic: Ironic,
+        store: WorkerStore,
+        ironic: IronicClient,
         conf: cfg.ConfigOpts,
         *,
         throttle: RebootThrottle | None = None,

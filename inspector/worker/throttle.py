@@ -11,10 +11,10 @@ import contextlib
 import logging
 from collections.abc import Iterator
 
-from inspector.coordination import Coordinator
+from inspector.coordination import DLM
 from inspector.errors import ServiceUnavailable
 from inspector.lifecycle import Lifecycle
-from inspector.store import Store
+from inspector.store import WorkerStore
 
 LOG = logging.getLogger(__name__)
 
@@ -34,8 +34,8 @@ class Interrupted(ServiceUnavailable):
 class RebootThrottle:
     def __init__(
         self,
-        coordinator: Coordinator,
-        store: Store,
+        coordinator: DLM,
+        store: WorkerStore,
         lifecycle: Lifecycle,
         quantum: float,
         *,

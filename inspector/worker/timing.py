@@ -20,7 +20,7 @@ from inspector.broker.message import Request
 from inspector.coordination import DLM, Lease
 from inspector.ironic import IronicClient
 from inspector.ironic.forwarding import Forwarding
-from inspector.store import Change, NodeRecord, RequestRecord, Store
+from inspector.store import Change, NodeRecord, RequestRecord, Store, WorkerStore
 from inspector.store.introspections import EntryRecord
 from inspector.store.singletons import MarkRecord
 from inspector.store.snapshots import SnapshotRecord
@@ -238,7 +238,7 @@ class TimedIronic(Forwarding):
 
 def timed(
     record: Record | None, store: Store, dlm: DLM, queue: Queue, ironic: IronicClient | None
-) -> tuple[Store | TimedStore, DLM, Queue, IronicClient | None]:
+) -> tuple[WorkerStore, DLM, Queue, IronicClient | None]:
     """The backends as the request threads see them: each call's seconds handed to
     `record`; unchanged without one (a worker that serves no metrics)."""
     if record is None:

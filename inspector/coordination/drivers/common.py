@@ -11,13 +11,20 @@ import importlib
 import logging
 import threading
 import urllib.parse
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from tooz import coordination as tooz_coordination
+from tooz import locking as tooz_locking
 
 from inspector.coordination.base import Coordinator, Lease
 from inspector.errors import ServiceUnavailable
 
 LOG = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
+#: tooz's driver of a DLM.
+Driver = tooz_coordination.CoordinationDriver
 
 #: The share of [coordination] lease_timeout that one call to the DLM may wait for its
 #: answer (its client's socket timeout; a group call's wait): a call on a DLM that
@@ -35,14 +42,14 @@ class ToozLease(Lease):
     """A tooz lock: renewed by its heartbeat, which says False once the lock is lost.
     A driver whose heartbeat cannot tell overrides `_lost` (and `acquire`, `release`)."""
 
-    def __init__(self, lock, name: str, timeout: float) -> None:
+    def __init__(self, lock: tooz_locking.Lock, name: str, timeout: float) -> None:
         self._lock = lock
         self._name = name
         #: Seconds one call may wait (see call_timeout).
         self._timeout = timeout
 
     @staticmethod
-    def acquire(lock, timeout: float) -> bool:
+    def acquire(lock: tooz_locking.Lock, timeout: float) -> bool:
         """Take lock without waiting for it: True when taken. `timeout`: see
         call_timeout (the client's socket timeout bounds it here)."""
         return lock.acquire(blocking=False)
@@ -59,7 +66,8 @@ class ToozLease(Lease):
 
     def _lost(self) -> str | None:
         """None while the lease is still ours; else why not ("": nothing to log)."""
-        return None if self._lock.heartbeat() is not False else ""
+        # Every tooz driver's lock has heartbeat(); tooz's base Lock does not declare it.
+        return None if self._lock.heartbeat() is not False else ""  # type: ignore[attr-defined]
 
     def release(self) -> None:
         try:
@@ -69,9 +77,9 @@ class ToozLease(Lease):
             LOG.warning("Cannot release lease %s (it will expire): %s", self._name, exc)
 
 
-def importable_errors(names: tuple[tuple[str, str], ...]) -> tuple[type[BaseException], ...]:
+def importable_errors(names: tuple[tuple[str, str], ...]) -> tuple[type[Exception], ...]:
     """The exception classes (module, class name) whose client library is installed."""
-    found = []
+    found: list[type[Exception]] = []
     for module, name in names:
         with contextlib.suppress(ImportError):
             found.append(getattr(importlib.import_module(module), name))
@@ -114,7 +122,7 @@ class ToozCoordinator(Coordinator):
         #: Seconds one call may wait for the DLM.
         self.call_timeout = call_timeout(self.lease_seconds)
         self._driver_url = self.with_lease(url, lease_seconds)
-        self._errors = (
+        self._errors: tuple[type[Exception], ...] = (
             tooz_coordination.ToozError,
             OSError,
             *importable_errors(self.client_errors),
@@ -124,7 +132,7 @@ class ToozCoordinator(Coordinator):
         self._max_retries = max_retries
         self._retry_interval = retry_interval
         self._shutdown = shutdown or threading.Event()
-        self._driver = None
+        self._driver: Driver | None = None
 
     @classmethod
     def with_lease(cls, url: str, lease_seconds: int) -> str:
@@ -151,10 +159,10 @@ class ToozCoordinator(Coordinator):
 
     # The hooks of the drivers that differ.
 
-    def _prepare(self, driver) -> None:
+    def _prepare(self, driver: Driver) -> None:
         """Adjust tooz's driver before it connects."""
 
-    def _started(self, driver) -> None:
+    def _started(self, driver: Driver) -> None:
         """Keep the membership and held locks alive: our own heartbeat, not tooz's:
         tooz's retries forever while the DLM is down, and its stop() waits for it, so a
         process could never exit."""
@@ -166,10 +174,10 @@ class ToozCoordinator(Coordinator):
     def _check_connected(self) -> None:
         """Raise ServiceUnavailable when a call would only wait for a lost connection."""
 
-    def _before_stop(self, driver) -> None:
+    def _before_stop(self, driver: Driver | None) -> None:
         """Prepare tooz's stop() (driver is None when not started)."""
 
-    def _close(self, driver) -> None:
+    def _close(self, driver: Driver) -> None:
         """Free what tooz's stop() leaves open."""
 
     def start(self) -> None:
@@ -194,7 +202,7 @@ class ToozCoordinator(Coordinator):
             self._started(driver)
             return
 
-    def _beat(self, driver) -> None:
+    def _beat(self, driver: Driver) -> None:
         """Renew the membership and every held lock, three times per lease, until stopped.
         Failures are only logged here: the elections and lock calls report outages."""
         while not self._stopped.wait(self.lease_seconds / 3):
@@ -217,7 +225,7 @@ class ToozCoordinator(Coordinator):
                 LOG.warning("Error while leaving %s: %s", self._describe(), exc)
             self._close(driver)
 
-    def _connected(self):
+    def _connected(self) -> Driver:
         if self._driver is None:
             raise ServiceUnavailable(f"not connected to {self._describe()}", service="DLM")
         self._check_connected()
@@ -266,10 +274,12 @@ class ToozCoordinator(Coordinator):
         return ServiceUnavailable(f"cannot {what} in {self._describe()}: {exc}", service="DLM")
 
 
-def bounded(call, timeout: float, late=None):
+def bounded(
+    call: Callable[[], _T], timeout: float, late: Callable[[_T], object] | None = None
+) -> _T:
     """call() in a thread of its own: its result, or TimeoutError (an OSError: a DLM
     outage) after timeout seconds. A call that returns later goes on to late(result)."""
-    box: dict = {}
+    box: dict[str, Any] = {}
     guard = threading.Lock()
     finished = threading.Event()
 

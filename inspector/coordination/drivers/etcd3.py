@@ -10,12 +10,19 @@ thirds of it, unless the URL sets them.
 Requires: etcd3gw (Inspector's `etcd` extra).
 """
 
-from inspector.coordination.drivers.common import ToozCoordinator, ToozLease
+from typing import TYPE_CHECKING
+
+from inspector.coordination.drivers.common import Driver, ToozCoordinator, ToozLease
 from inspector.coordination.drivers.tooz_private import etcd3_forget, etcd3_lease_ttl
+
+if TYPE_CHECKING:  # client libraries of optional extras: not imported at run time
+    from tooz.drivers.etcd3gw import Etcd3Lock
 
 
 class EtcdLease(ToozLease):
     """etcd3gw: its lock's heartbeat says True even when the lease had expired."""
+
+    _lock: "Etcd3Lock"
 
     def _lost(self) -> str | None:
         ttl = etcd3_lease_ttl(self._lock)
@@ -37,7 +44,7 @@ class Etcd3Coordinator(ToozCoordinator):
     client_errors = (("etcd3gw.exceptions", "Etcd3Exception"),)
     lease_class = EtcdLease
 
-    def _close(self, driver) -> None:
+    def _close(self, driver: Driver) -> None:
         """tooz's stop() leaves etcd3gw's HTTP session open."""
         session = getattr(getattr(driver, "client", None), "session", None)
         if session is not None and hasattr(session, "close"):

@@ -14,9 +14,13 @@ Requires: pymemcache (Inspector's `memcached` extra).
 """
 
 import logging
+from typing import TYPE_CHECKING
 
 from inspector.coordination.drivers.common import ToozCoordinator, ToozLease
 from inspector.coordination.drivers.tooz_private import memcached_forget, memcached_owner
+
+if TYPE_CHECKING:  # client libraries of optional extras: not imported at run time
+    from tooz.drivers.memcached import MemcachedLock
 
 LOG = logging.getLogger(__name__)
 
@@ -29,6 +33,8 @@ class MemcachedLease(ToozLease):
     """memcached: tooz renews with `touch`, which extends the key whoever holds it now.
     Compare-and-set instead: the expiry is extended only while the key still holds our
     member id, untouched since we read it."""
+
+    _lock: "MemcachedLock"
 
     def _refresh(self) -> bool:
         lock = self._lock

@@ -10,11 +10,14 @@ unless the URL sets them; tooz's own (sentinel, ssl...) as they are.
 Requires: redis (a dependency of Inspector).
 """
 
+from typing import Any, cast
+
+import redis
 from redis import backoff as redis_backoff
 from redis import retry as redis_retry
 from tooz.drivers import redis as tooz_redis
 
-from inspector.coordination.drivers.common import ToozCoordinator
+from inspector.coordination.drivers.common import Driver, ToozCoordinator
 
 
 class RedisCoordinator(ToozCoordinator):
@@ -22,8 +25,8 @@ class RedisCoordinator(ToozCoordinator):
     call_options = ("socket_timeout", "socket_connect_timeout")
     client_errors = (("redis.exceptions", "RedisError"),)
 
-    def _prepare(self, driver) -> None:
-        without_client_retries(driver)
+    def _prepare(self, driver: Driver) -> None:
+        without_client_retries(cast(tooz_redis.RedisDriver, driver))  # this module's driver
 
 
 def without_client_retries(driver: tooz_redis.RedisDriver) -> None:
@@ -40,9 +43,9 @@ def without_client_retries(driver: tooz_redis.RedisDriver) -> None:
     """
     make_client = driver._make_client
 
-    def make_client_without_retries(*args, **kwargs):
+    def make_client_without_retries(*args: Any, **kwargs: Any) -> redis.Redis:
         client = make_client(*args, **kwargs)
         client.set_retry(redis_retry.Retry(redis_backoff.NoBackoff(), 0))
         return client
 
-    driver._make_client = make_client_without_retries
+    driver._make_client = make_client_without_retries  # type: ignore[method-assign]  # the shim

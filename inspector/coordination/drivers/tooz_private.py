@@ -36,7 +36,7 @@ def etcd3_lease_ttl(lock: Etcd3Lock) -> int | None:
     with lock._exclusive_access:
         if not lock.acquired:
             return None
-        return lock._lease.refresh()
+        return lock._lease.refresh()  # type: ignore[attr-defined]  # set by each acquire
 
 
 def etcd3_forget(lock: Etcd3Lock) -> None:

@@ -14,14 +14,20 @@ Requires: kazoo (Inspector's `zookeeper` extra).
 
 import contextlib
 import logging
+from typing import TYPE_CHECKING, cast
 
-from inspector.coordination.drivers.common import ToozCoordinator, ToozLease, bounded
+from tooz import locking as tooz_locking
+
+from inspector.coordination.drivers.common import Driver, ToozCoordinator, ToozLease, bounded
 from inspector.coordination.drivers.tooz_private import (
     kazoo_client,
     kazoo_lock,
     skip_leaving_groups_on_stop,
 )
 from inspector.errors import ServiceUnavailable
+
+if TYPE_CHECKING:  # client libraries of optional extras: not imported at run time
+    from tooz.drivers.zookeeper import KazooDriver, ZooKeeperLock
 
 LOG = logging.getLogger(__name__)
 
@@ -34,8 +40,10 @@ class ZooKeeperLease(ToozLease):
     back: taking and releasing run in a thread of their own, waited for the call
     timeout; a lock taken after that is released at once."""
 
+    _lock: "ZooKeeperLock"
+
     @staticmethod
-    def acquire(lock, timeout: float) -> bool:
+    def acquire(lock: tooz_locking.Lock, timeout: float) -> bool:
         return bounded(
             lambda: lock.acquire(blocking=False),
             timeout,
@@ -69,10 +77,10 @@ class ZooKeeperCoordinator(ToozCoordinator):
     #: kazoo's client: its calls are only made while it is connected.
     _kazoo = None
 
-    def _started(self, driver) -> None:
+    def _started(self, driver: Driver) -> None:
         # kazoo pings on its own; tooz's heartbeat (a read) would only wait forever
         # while the connection is down.
-        self._kazoo = kazoo_client(driver)
+        self._kazoo = kazoo_client(cast("KazooDriver", driver))  # this module's driver
 
     def _check_connected(self) -> None:
         if self._kazoo is not None and not self._kazoo.connected:
@@ -80,14 +88,14 @@ class ZooKeeperCoordinator(ToozCoordinator):
                 f"connection to {self._describe()} lost (reconnecting)", service="DLM"
             )
 
-    def _before_stop(self, driver) -> None:
+    def _before_stop(self, driver: Driver | None) -> None:
         kazoo, self._kazoo = self._kazoo, None
-        if kazoo is not None and not kazoo.connected:
+        if kazoo is not None and not kazoo.connected and driver is not None:
             # tooz would leave each group and wait forever for the connection: the
             # members' nodes go with the session anyway.
             skip_leaving_groups_on_stop(driver)
 
-    def _close(self, driver) -> None:
+    def _close(self, driver: Driver) -> None:
         """tooz's stop() stops kazoo's client without closing it."""
         with contextlib.suppress(Exception):
-            kazoo_client(driver).close()
+            kazoo_client(cast("KazooDriver", driver)).close()

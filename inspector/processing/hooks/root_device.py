@@ -64,7 +64,8 @@ _FALSE = {"0", "f", "false", "off", "n", "no"}
 
 def _scan(text: str) -> list[tuple[bool, str]]:
     """(is_operator, token) pairs: an operator wherever one starts, else a word."""
-    tokens, position = [], 0
+    tokens: list[tuple[bool, str]] = []
+    position = 0
     while True:
         while position < len(text) and text[position].isspace():
             position += 1
@@ -88,7 +89,8 @@ def tokens(spec: str) -> list[str]:
     if not scanned:
         return [spec]
     if words[0] == "<or>":
-        values = []
+        values: list[str] = []
+
         while len(kinds) >= 2 * len(values) + 2:
             at = 2 * len(values)
             if words[at] != "<or>" or kinds[at + 1]:

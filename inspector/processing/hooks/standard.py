@@ -54,7 +54,7 @@ class RootDiskSelectionHook(ProcessingHook):
 
 def _without_skipped(properties: dict[str, Any], disks: list[dict]) -> list[dict]:
     """The disks minus those matching any hint of node.properties["skip_block_devices"]."""
-    skipped: set[str] = set()
+    skipped: set[str | None] = set()
     for hint in properties.get("skip_block_devices") or []:
         try:
             skipped.update(disk.get("name") for disk in root_device.find(disks, hint))
@@ -108,8 +108,8 @@ class SchedulerHook(ProcessingHook):
 
     def before_update(self, context: ProcessingContext) -> None:
         found = inventory(context.data)
-        cpu = found.get("cpu") if isinstance(found.get("cpu"), dict) else {}
-        memory = found.get("memory") if isinstance(found.get("memory"), dict) else {}
+        cpu = given if isinstance(given := found.get("cpu"), dict) else {}
+        memory = given if isinstance(given := found.get("memory"), dict) else {}
         cpus, bad_cpus = _positive(cpu, "count", "inventory.cpu.count")
         memory_mb, bad_memory = _memory_mb(memory)
         values = {

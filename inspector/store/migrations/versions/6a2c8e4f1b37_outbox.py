@@ -8,6 +8,7 @@ Expand-only (one new table): code of the previous revision runs unchanged on it.
 """
 
 from collections.abc import Sequence
+from typing import Any
 
 import sqlalchemy as sa
 from alembic import op
@@ -24,7 +25,7 @@ phase = "expand"
 TIMESTAMP = sa.DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb")
 #: MySQL and MariaDB tables in utf8mb4 whatever the database's default (latin1 upstream,
 #: where text beyond Latin-1 fails to store).
-MYSQL_TABLE = {"mysql_charset": "utf8mb4", "mariadb_charset": "utf8mb4"}
+MYSQL_TABLE: dict[str, Any] = {"mysql_charset": "utf8mb4", "mariadb_charset": "utf8mb4"}
 LONG_TEXT = sa.Text().with_variant(mysql.LONGTEXT(), "mysql", "mariadb")
 
 

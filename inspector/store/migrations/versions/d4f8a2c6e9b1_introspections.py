@@ -9,6 +9,7 @@ keeps no history.
 """
 
 from collections.abc import Sequence
+from typing import Any
 
 import sqlalchemy as sa
 from alembic import op
@@ -24,7 +25,7 @@ phase = "expand"
 # Frozen copies of the models' types: a migration must not change with models.py.
 TIMESTAMP = sa.DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb")
 #: MySQL and MariaDB tables in utf8mb4 whatever the database's default.
-MYSQL_TABLE = {"mysql_charset": "utf8mb4", "mariadb_charset": "utf8mb4"}
+MYSQL_TABLE: dict[str, Any] = {"mysql_charset": "utf8mb4", "mariadb_charset": "utf8mb4"}
 LONG_TEXT = sa.Text().with_variant(mysql.LONGTEXT(), "mysql", "mariadb")
 
 
