@@ -6,6 +6,7 @@ With whitelist_source = ironic it is the highly available replacement of Ironic'
 ironic-pxe-filter (Ironic 2026.1 and later): docs/firewall.md and docs/deployment.md.
 """
 
+import argparse
 import contextlib
 import logging
 
@@ -98,7 +99,7 @@ def serve_metrics(conf: cfg.ConfigOpts, firewall: manager.FirewallManager) -> Fi
     return metrics
 
 
-def run(_args, argv) -> int:
+def run(_args: argparse.Namespace, argv: list[str]) -> int:
     conf = config.load(argv, conf=config.build())
     setup_logging(conf)
     check(conf)

@@ -18,6 +18,7 @@ from oslo_config import cfg
 from inspector import coordination
 from inspector.broker import channels
 from inspector.coordination.election import Election
+from inspector.errors import ConfigError
 from inspector.firewall import demand, drivers, ironic_source, manager, sources, takeover
 from inspector.ironic import IronicClient
 from inspector.lifecycle import Lifecycle, Outages, RetryPolicy
@@ -115,9 +116,14 @@ def start_firewall(
     takes work during it)."""
     group = conf.firewall
     polls = firewall.driver.name != "noop"
-    if polls and conf.pxe_filter.whitelist_source == "ironic":  # both lists from Ironic
+    from_ironic = conf.pxe_filter.whitelist_source == "ironic"
+    if polls and from_ironic and ironic is None:
+        raise ConfigError("[pxe_filter] whitelist_source = ironic needs Ironic ([ironic])")
+    if polls and not from_ironic and db is None:
+        raise ConfigError("[pxe_filter] whitelist_source = inspector needs the [database]")
+    if polls and ironic is not None and from_ironic:  # both lists from Ironic
         ironic_source.attach(firewall, ironic, conf, channel, outages=budget, service="Ironic")
-    elif polls:
+    elif polls and db is not None:
         firewall.watch(
             firewall.whitelist,
             sources.introspected_macs(db),

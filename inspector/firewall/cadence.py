@@ -6,6 +6,8 @@ import collections
 import time
 from collections.abc import Callable
 
+from oslo_config import cfg
+
 #: Reconciles whose time stretches the fast period (the shortest of them counts).
 SPENT_KEPT = 5
 
@@ -47,7 +49,7 @@ class Cadence:
         self._heard_at = self.clock()
 
     @classmethod
-    def from_conf(cls, conf, *, listening: bool) -> "Cadence":
+    def from_conf(cls, conf: cfg.ConfigOpts, *, listening: bool) -> "Cadence":
         """From [firewall]; `listening`: whether Ironic's notifications are listened to."""
         group = conf.firewall
         return cls(

@@ -10,6 +10,7 @@ for the firewall's leadership, and waits until every announcer has read the stam
 it was the first (see `Stamper.first`), so no announcement it needs is skipped.
 """
 
+import datetime
 import logging
 import threading
 import time
@@ -69,7 +70,7 @@ class Demand:
         return mark is not None and is_fresh(self.store, mark.at, self.fresh)
 
 
-def is_fresh(store: Any, at, fresh: float) -> bool:
+def is_fresh(store: Any, at: datetime.datetime, fresh: float) -> bool:
     return (store.clock() - at).total_seconds() < fresh
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from inspector.broker.announcements import PORTS
 from inspector.errors import ServiceUnavailable
 from inspector.firewall.observer import Observer, moment
+from inspector.ironic import IronicClient
 from inspector.lifecycle import Outages
 
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ class PortListing:
     def __init__(
         self,
         view: "IronicInspections",
-        ironic,
+        ironic: IronicClient,
         outages: Outages | None = None,
         *,
         period: float = 0.0,
@@ -159,7 +160,7 @@ class PortListing:
 
 
 def reconcile(
-    ironic,
+    ironic: IronicClient,
     interfaces: Iterable[str],
     outages: Outages | None = None,
     *,

@@ -13,10 +13,11 @@ import collections
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from oslo_config import cfg
 
+from inspector.broker import channels
 from inspector.firewall.cadence import Cadence
 from inspector.firewall.ironic_listing import (
     INSPECTING,
@@ -26,6 +27,10 @@ from inspector.firewall.ironic_listing import (
 )
 from inspector.firewall.observer import Observer, moment
 from inspector.firewall.sources import MacList
+from inspector.ironic import IronicClient
+
+if TYPE_CHECKING:
+    from inspector.firewall.manager import FirewallManager
 
 LOG = logging.getLogger(__name__)
 
@@ -213,7 +218,9 @@ class IronicInspections:
         uuid, node, mac = port["uuid"], port.get("node_uuid"), port.get("address")
         value = None if deleted or not (node and mac) else (node, mac)
         old = self._ports.put(uuid, value, self.clock())
-        changed = self.blacklist.drop(uuid) if value is None else self.blacklist.set(uuid, [mac])
+        changed = (
+            self.blacklist.drop(uuid) if value is None else self.blacklist.set(uuid, [value[1]])
+        )
         # The nodes whose MACs this changes: the port's old node and its new one.
         for owner in {old[0] if old else None, node}:
             if owner in self._nodes.values:
@@ -221,7 +228,13 @@ class IronicInspections:
         return changed
 
 
-def attach(firewall, ironic, conf: cfg.ConfigOpts, channel=None, **watch: Any) -> IronicInspections:
+def attach(
+    firewall: "FirewallManager",
+    ironic: IronicClient,
+    conf: cfg.ConfigOpts,
+    channel: channels.Channel | None = None,
+    **watch: Any,
+) -> IronicInspections:
     """Make Ironic's inspections the source of the firewall's lists: the nodes under
     inspection reconciled while leading (and at each election, before the leader opens)
     at the Cadence's period: [firewall] inspection_poll_interval while no Ironic

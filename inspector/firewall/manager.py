@@ -15,7 +15,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 
 from inspector.broker import channels
 from inspector.coordination.election import Leadership
@@ -25,7 +25,7 @@ from inspector.firewall.drivers import Driver
 from inspector.firewall.observer import Observer
 from inspector.firewall.reporting import Reporting
 from inspector.firewall.ruleset import RuleSet
-from inspector.firewall.sources import Feed, MacList, Poller
+from inspector.firewall.sources import Feed, Fetched, MacList, Poller, PollTarget
 from inspector.lifecycle import Lifecycle, Outages
 from inspector.systemd import Notifier
 
@@ -113,8 +113,8 @@ class FirewallManager(Reporting):
 
     def watch(
         self,
-        target: MacList,
-        fetch: Callable[[], Mapping[str, Iterable[str]]],
+        target: PollTarget[Fetched],
+        fetch: Callable[[], Fetched],
         period: float,
         *,
         leader_period: float | Callable[[], float] | None = None,

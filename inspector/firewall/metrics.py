@@ -10,6 +10,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
+from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -60,7 +61,7 @@ class FilterMetrics(Observer):
         self.registry.register(_State(self))
         self._guard = threading.Lock()
         self._pending: list[float] = []
-        self._server = None
+        self._server: WSGIServer | None = None
 
     def notification(self) -> None:
         self._notifications.inc()

@@ -2,13 +2,37 @@
 request heard on the channel. A mixin of FirewallManager (its state stays there)."""
 
 import dataclasses
+import threading
 
 from inspector.broker import channels
+from inspector.coordination.election import Leadership
+from inspector.firewall.drivers import Driver
+from inspector.firewall.observer import Observer
+from inspector.firewall.ruleset import RuleSet
+from inspector.firewall.sources import MacList
 from inspector.firewall.status import Status
+from inspector.lifecycle import Lifecycle
 
 
 class Reporting:
     """FirewallManager's status; reads the manager's state under its guard."""
+
+    # The manager's state this reads (FirewallManager.__init__ sets each).
+    host: str
+    member: str
+    driver: Driver
+    lifecycle: Lifecycle
+    observer: Observer
+    whitelist: MacList
+    blacklist: MacList
+    channel: channels.Channel | None
+    _guard: threading.RLock
+    _leadership: Leadership | None
+    _applied: RuleSet | None
+    _applied_at: float | None
+    _apply_seconds: float | None
+    _error: str | None
+    _stopped: threading.Event
 
     def status(self) -> Status:
         with self._guard:

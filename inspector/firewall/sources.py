@@ -9,13 +9,17 @@ import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from inspector.broker import channels
 from inspector.errors import InspectorError, ServiceUnavailable
+from inspector.ironic import IronicClient
 from inspector.lifecycle import Lifecycle, Outages
 from inspector.machine import ACTIVE_STATES
 from inspector.macs import normalise_mac
+
+if TYPE_CHECKING:  # the store imports SQLAlchemy, which a PXE filter never does
+    from inspector.store import Store
 
 LOG = logging.getLogger(__name__)
 
@@ -103,7 +107,7 @@ class MacList:
         return changed
 
 
-def ironic_ports(ironic) -> Callable[[], dict[str, list[str]]]:
+def ironic_ports(ironic: IronicClient) -> Callable[[], dict[str, list[str]]]:
     """Blacklist snapshot: port UUID -> [MAC] of every port Ironic has (paginated)."""
 
     def fetch() -> dict[str, list[str]]:
@@ -112,7 +116,7 @@ def ironic_ports(ironic) -> Callable[[], dict[str, list[str]]]:
     return fetch
 
 
-def introspected_macs(store) -> Callable[[], dict[str, list[str]]]:
+def introspected_macs(store: "Store") -> Callable[[], dict[str, list[str]]]:
     """Whitelist snapshot: node UUID -> lookup MACs of every node in an active state."""
     states = sorted(str(state) for state in ACTIVE_STATES)
 
@@ -129,15 +133,33 @@ def introspected_macs(store) -> Callable[[], dict[str, list[str]]]:
     return fetch
 
 
-class Poller:
+#: What one poll fetches for its target.
+Fetched = TypeVar("Fetched")
+Taken_contra = TypeVar("Taken_contra", contravariant=True)
+
+
+class PollTarget(Protocol[Taken_contra]):
+    """Where a Poller puts what it fetched: a MacList, or a view of Ironic's (the nodes
+    under inspection, every port)."""
+
+    name: str
+
+    def clock(self) -> float: ...
+
+    def replace(self, snapshot: Taken_contra, started: float) -> bool:
+        """Take `snapshot`, fetched from `started` on; whether the lists changed."""
+        ...
+
+
+class Poller(Generic[Fetched]):
     """Polls one source every `period` seconds (or `period()`, looked at every
-    PERIOD_STEP) into a MacList (or whatever has its name, clock and replace), in its
-    own thread; `active()` false skips a turn (the whitelist is only needed by the leader)."""
+    PERIOD_STEP) into its PollTarget, in its own thread; `active()` false skips a turn
+    (the whitelist is only needed by the leader)."""
 
     def __init__(
         self,
-        target: MacList,
-        fetch: Callable[[], Any],
+        target: PollTarget[Fetched],
+        fetch: Callable[[], Fetched],
         period: float | Callable[[], float],
         *,
         on_change: Callable[[], None],

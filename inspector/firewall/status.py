@@ -7,6 +7,7 @@ dict, the command prints it.
 import dataclasses
 import time
 from collections.abc import Iterable
+from typing import Any
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,9 +41,10 @@ class Status:
     lag: float | None = None
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Status":
+    def from_dict(cls, data: dict[str, Any]) -> "Status":
         names = {field.name for field in dataclasses.fields(cls)}
-        return cls(**{name: data.get(name) for name in names})
+        found: dict[str, Any] = {name: data.get(name) for name in names}
+        return cls(**found)
 
     @property
     def last_sync(self) -> float | None:

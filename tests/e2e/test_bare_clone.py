@@ -27,7 +27,7 @@ import requests
 
 import inspector
 
-pytestmark = [pytest.mark.integration, pytest.mark.alone]
+pytestmark = pytest.mark.integration
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 #: The distribution's name on PyPI ("inspector" there is an unrelated project).

@@ -20,7 +20,7 @@ from tests.conftest import service_unavailable
 from tests.e2e.conftest import require_cluster_prerequisites
 from tests.integration.cluster import ROOT, free_port
 
-pytestmark = [pytest.mark.integration, pytest.mark.alone]
+pytestmark = pytest.mark.integration
 
 NODES = 20
 #: Seconds the whole small run may take (Ironic start, enrolment, three batches).
