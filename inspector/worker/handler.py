@@ -210,8 +210,9 @@ class Handler:
     def _run_task(
         self, node: NodeRecord, request: Request, transition: Transition, ran: bool
     ) -> str:
-        """A link: the committed transition's task, and how it went recorded. A strict
-        event's is marked ran; a failure sends the node to error."""
+        """A link of the loop (`self._link`: the fault pause after it): the committed
+        transition's task, how it went recorded: a strict event's marked ran, a failed
+        task's node sent to error."""
         if ran:
             return outcomes.APPLIED
         try:
