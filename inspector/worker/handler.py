@@ -87,8 +87,8 @@ class Handler:
         self.delay = delay
         self.metrics = metrics or NoMetrics()
         self.checks = PowerChecks(store, queue, tasks, self.machine, end=self._end)
-        # Metrics and fault injection wrap the task call and each link of the loop
-        # (inspector.worker.middleware): the loop names neither.
+        # The task's metrics and the fault hooks wrap the task call and each link of
+        # the loop (inspector.worker.middleware) instead of sitting in them.
         self._task = middleware.timed(self.metrics, middleware.slowed(faults, tasks.run))
         self._link = middleware.paused(faults, self._run_task)
 
