@@ -1,9 +1,11 @@
 """One request, one step: the design's worker loop body, written for redelivery.
 
-`Handler.handle` then `_step` read top to bottom: check the request, lock its node, load
-the node and the request's row, advance the machine and commit with the version
-compare-and-swap (or pick up a transition committed before), run the transition's task,
-apply or enqueue its follow-up, mark the request done, acknowledge, release.
+`Handler.handle`, `_step` then `_loop` read top to bottom: check the request, lock its
+node, load the node and the request's row, advance the machine and commit with the
+version compare-and-swap (or pick up a transition committed before); then the loop: run
+the task, take the follow-up as the next transition or enqueue it, mark each request
+done; acknowledge, release. Metrics and fault injection wrap the task call and each
+link of the loop (inspector.worker.middleware).
 
 Most requests arrive committed: the API applies an operator's or a ramdisk's event
 itself and enqueues the request for its task, which the worker runs on finding the
@@ -16,9 +18,8 @@ later); never acknowledges before the follow-up is applied or enqueued.
 """
 
 import logging
-import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from inspector import errors, redaction
 from inspector.broker import Delivery, Publisher
@@ -37,20 +38,30 @@ from inspector.machine import (
 )
 from inspector.store import NodeRecord, RequestRecord, WorkerStore
 from inspector.worker import metrics as outcomes
-from inspector.worker import power, removal
+from inspector.worker import middleware, power, removal
 from inspector.worker.checks import FAILED, PowerChecks
-from inspector.worker.delivery import backoff, context_of, lock_name
+from inspector.worker.delivery import (
+    MAX_ATTEMPTS,
+    backoff,
+    context_of,
+    counted_event,
+    lock_name,
+    unusable,
+)
 from inspector.worker.faults import NO_FAULTS, Faults
 from inspector.worker.metrics import NoMetrics, Recorder
 from inspector.worker.tasks import Runner
 
 LOG = logging.getLogger(__name__)
 
-#: The names of the events a request may carry (besides the removals).
-EVENT_NAMES = frozenset(event.value for event in Event)
 
-#: Requests that still cannot be applied after this many attempts are dead-lettered.
-MAX_ATTEMPTS = 200
+class _Link(NamedTuple):
+    """A request the step's loop took, and how its link went."""
+
+    request: Request
+    outcome: str
+    #: Committed done (its transition has no work): nothing left to finish.
+    done_at_commit: bool
 
 
 class Handler:
@@ -72,11 +83,14 @@ class Handler:
         self.queue = queue
         self.tasks = tasks
         self.machine = machine or Machine()
-        self.faults = faults
         self.max_attempts = max_attempts
         self.delay = delay
         self.metrics = metrics or NoMetrics()
         self.checks = PowerChecks(store, queue, tasks, self.machine, end=self._end)
+        # The task's metrics and the fault hooks wrap the task call and each link of
+        # the loop (inspector.worker.middleware) instead of sitting in them.
+        self._task = middleware.timed(self.metrics, middleware.slowed(faults, tasks.run))
+        self._link = middleware.paused(faults, self._run_task)
 
     # ------------------------------------------------------------------ the step
 
@@ -85,10 +99,10 @@ class Handler:
         outages propagate (the delivery is then neither acked nor lost)."""
         request = delivery.request
         with context_of(request):
-            unusable = self._unusable(delivery)
-            if unusable is not None or request is None:  # (_unusable says why without one)
-                delivery.dead_letter(unusable or "malformed request")
-                self.metrics.transition(_event_name(request), outcomes.DEAD_LETTERED)
+            why = unusable(delivery, self.max_attempts)
+            if why is not None or request is None:  # (unusable says why without one)
+                delivery.dead_letter(why or "malformed request")
+                self.metrics.transition(counted_event(request), outcomes.DEAD_LETTERED)
                 return
             with self.coordinator.try_lock(lock_name(request.node_uuid)) as held:
                 if not held:
@@ -128,20 +142,36 @@ class Handler:
         node = self._commit(request, node, transition)
         if node is None:  # another writer moved the node first
             return None
-        return self._run(node, request, transition)
+        return self._loop(node, request, transition)
+
+    def _loop(
+        self, node: NodeRecord, request: Request, transition: Transition, *, ran: bool = False
+    ) -> str:
+        """From a committed transition to its request done, one link a turn: its task
+        (none when it already `ran`), then the next transition: its follow-up, taken
+        here under the lock held when it runs no task or a quick one, else enqueued; a
+        failed task's is `error`, committed by the link. Then each request is done, the
+        last first: a request is done only once all it led to is."""
+        links: list[_Link] = []
+        while True:
+            if not (ran or self.tasks.has_work(transition)):
+                links.append(_Link(request, outcomes.APPLIED, done_at_commit=True))
+                break
+            outcome = self._link(node, request, transition, ran)
+            links.append(_Link(request, outcome, done_at_commit=False))
+            taken = self._follow(request, transition) if outcome == outcomes.APPLIED else None
+            if taken is None:
+                break
+            request, node, transition = taken
+            ran = False
+        for link in reversed(links):
+            if not link.done_at_commit:
+                self.store.finish_request(link.request.request_id)
+            if link is not links[0]:  # the first, the delivery's: counted by handle
+                self.metrics.transition(link.request.event, link.outcome)
+        return links[0].outcome
 
     # ------------------------------------------------------------------ its parts
-
-    def _unusable(self, delivery: Delivery) -> str | None:
-        """Why a delivery can never be applied (then dead-lettered), or None."""
-        request = delivery.request
-        if request is None:
-            return delivery.error or "malformed request"
-        if request.attempt >= self.max_attempts:
-            return f"not applicable after {request.attempt} attempts"
-        if request.event not in (DELETE, EXPIRE, power.CHECK) and not _is_event(request.event):
-            return f"unknown event {request.event!r}"
-        return None
 
     def _commit(
         self,
@@ -177,22 +207,19 @@ class Handler:
             self.metrics.introspection_ended(str(transition.target), seconds)
         return node
 
-    def _run(self, node: NodeRecord, request: Request, transition: Transition) -> str:
-        """The committed transition's task, then its follow-up, then the request is
-        done. A failing task sends the node to error instead."""
-        if not self.tasks.has_work(transition):
+    def _run_task(
+        self, node: NodeRecord, request: Request, transition: Transition, ran: bool
+    ) -> str:
+        """A link of the loop (`self._link`: the fault pause after it): the committed
+        transition's task, how it went recorded: a strict event's marked ran, a failed
+        task's node sent to error."""
+        if ran:
             return outcomes.APPLIED
-        began = time.perf_counter()
         try:
-            self.faults.task_delay(request.event)
-            check = self.tasks.run(node, request, transition)
+            check = self._task(node, request, transition)
         except Exception as exc:
-            self.metrics.task_duration(transition.target, time.perf_counter() - began)
             self._task_failed(node, request, transition, exc)
-            self.faults.before_ack(request.event, request.request_id)
-            self.store.finish_request(request.request_id)
             return outcomes.FAILED
-        self.metrics.task_duration(transition.target, time.perf_counter() - began)
         if check is not None:  # before the task is marked done or ran: a redelivery puts it
             self.queue.put(check)
         if request.event in STRICT_EVENTS:
@@ -200,34 +227,30 @@ class Handler:
             # not finished and runs again (a worker killed mid-processing loses no
             # introspection).
             self.store.mark_ran(request.request_id)
-        self._after_task(request, transition)
         return outcomes.APPLIED
 
-    def _after_task(self, request: Request, transition: Transition) -> None:
-        """What follows a task that ran: its follow-up (if any), then the request done."""
-        self.faults.before_ack(request.event, request.request_id)
-        if transition.follow_up is not None:
-            self._follow(request.follow_up(transition.follow_up))
-        self.store.finish_request(request.request_id)
-
-    def _follow(self, follow_up: Request) -> None:
-        """Apply a follow-up now, under the lock held, when its transition runs no task
-        of its own; else, or when it cannot be applied now, enqueue it (the worker that
-        takes it settles it). A worker killed before this leaves its parent unacked: the
-        parent is redelivered and its task runs again (or, strict and marked ran, only
-        this follow-up is applied then)."""
+    def _follow(
+        self, request: Request, transition: Transition
+    ) -> tuple[Request, NodeRecord, Transition] | None:
+        """The follow-up of a task that ran, committed as the next transition when it
+        runs no task of its own or a quick one; else, or when it cannot be applied now,
+        enqueued (the worker that takes it settles it): None. A worker killed before
+        this leaves its parent unacked: the parent is redelivered and its task runs
+        again (or, strict and marked ran, only this follow-up is applied then)."""
+        if transition.follow_up is None:
+            return None
+        follow_up = request.follow_up(transition.follow_up)
         event = Event(follow_up.event)
         node, seen = self.store.load(follow_up.node_uuid, follow_up.request_id)
         state = None if node is None else State(node.state)
         if seen is None and node is not None and self.machine.can(state, event):
-            transition = self.machine.advance(state, event)
-            if transition.task is None or transition.task.is_quick:
-                committed = self._commit(follow_up, node, transition)
+            following = self.machine.advance(state, event)
+            if following.task is None or following.task.is_quick:
+                committed = self._commit(follow_up, node, following)
                 if committed is not None:
-                    outcome = self._run(committed, follow_up, transition)
-                    self.metrics.transition(follow_up.event, outcome)
-                    return
+                    return follow_up, committed, following
         self.queue.put(follow_up)
+        return None
 
     def _committed(
         self, request: Request, event: Event, seen: RequestRecord, node: NodeRecord | None
@@ -236,7 +259,7 @@ class Handler:
         Unfinished but the node moved on since: consumed. Unfinished on the node's
         current version (every state change moves it: the node is in the request's
         target): its task runs (again), except a strict event's whose task had finished
-        (`ran`): its follow-up only, as `_run` would have applied it after the task."""
+        (`ran`): its follow-up only, as `_loop` would have applied it after the task."""
         if seen.status not in UNFINISHED:
             self._log(request, logging.INFO, "already %s: consumed", seen.status)
             return outcomes.DONE
@@ -255,7 +278,7 @@ class Handler:
                 "its task already ran, its worker died before the follow-up: applying %s now",
                 transition.follow_up,
             )
-            self._after_task(request, transition)
+            self._loop(node, request, transition, ran=True)
             return outcomes.RESUMED
         applied = "applied before (by the API, or by a worker that died)"
         if not self.tasks.has_work(transition):
@@ -263,7 +286,7 @@ class Handler:
             self.store.finish_request(request.request_id)
             return outcomes.RESUMED
         self._log(request, logging.INFO, "%s: running its %s task now", applied, transition.task)
-        ran = self._run(node, request, transition) == outcomes.APPLIED
+        ran = self._loop(node, request, transition) == outcomes.APPLIED
         return outcomes.RESUMED if ran else outcomes.FAILED
 
     def _task_failed(
@@ -271,11 +294,10 @@ class Handler:
     ) -> None:
         """A backend outage leaves the request for another attempt (raised on); any
         other failure is the node's: it goes to error with the message."""
-        if isinstance(exc, errors.ServiceUnavailable) and exc.service:
+        if middleware.is_outage(exc):
             # Not a verdict on the node: the request stays unacked and runs again (the
             # process gives up on the backend meanwhile); marked interrupted so that
             # even a strict event's task may rerun.
-            self.metrics.transition(request.event, outcomes.INTERRUPTED)
             try:
                 self.store.interrupt_request(request.request_id)
             except errors.InspectorError as error:
@@ -285,13 +307,8 @@ class Handler:
         # one line; a stack only for a bug, or for anything with debug on.
         expected = isinstance(exc, errors.InspectorError)
         message = exc.message if isinstance(exc, errors.InspectorError) else str(exc)
-        self._log(
-            request,
-            logging.ERROR,
-            "task failed: %s",
-            redaction.shorten(message),
-            exc_info=not expected or LOG.isEnabledFor(logging.DEBUG),
-        )
+        shown, stack = redaction.shorten(message), not expected or LOG.isEnabledFor(logging.DEBUG)
+        self._log(request, logging.ERROR, "task failed: %s", shown, exc_info=stack)
         current = self.store.get_node(node.uuid)
         failed = self.machine.advance(State(current.state), Event.ERROR)
         reason = f"{transition.target} failed: {message}"
@@ -328,23 +345,5 @@ class Handler:
         return outcomes.REFUSED
 
     def _log(self, request: Request, level: int, message: str, *args: Any, **kwargs: Any) -> None:
-        LOG.log(
-            level,
-            "[node %s req %s %s] " + message,
-            request.node_uuid,
-            request.request_id,
-            request.event,
-            *args,
-            **kwargs,
-        )
-
-
-def _is_event(name: str) -> bool:
-    return name in EVENT_NAMES
-
-
-def _event_name(request: Request | None) -> str:
-    """The event a dead letter is counted under: unknown ones are one series."""
-    if request is None or not (request.event in (DELETE, EXPIRE) or _is_event(request.event)):
-        return "unknown"
-    return request.event
+        named = (request.node_uuid, request.request_id, request.event)
+        LOG.log(level, "[node %s req %s %s] " + message, *named, *args, **kwargs)
