@@ -6,6 +6,7 @@ Every wait in the process is an interruptible wait on `Lifecycle.shutdown`. A ba
 that stays unreachable past its retry budget stops the process with a non-zero status.
 """
 
+import _thread
 import dataclasses
 import gc
 import logging
@@ -32,6 +33,8 @@ class Lifecycle:
 
     def __init__(self) -> None:
         self.shutdown = threading.Event()
+        #: A signal was received (set by the handler itself, which takes no lock).
+        self._signalled = False
         self.exit_status = 0
         self.reason: str | None = None
 
@@ -53,10 +56,15 @@ class Lifecycle:
 
     def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
         name = signal.Signals(signum).name
-        if self.shutdown.is_set():
+        if self._signalled or self.shutdown.is_set():
             LOG.warning("Second %s: exiting at once", name)
             os._exit(FORCED_EXIT_STATUS)
-        self.stop(f"received {name}")
+        self._signalled = True
+        # Not stop() here: the handler runs in the main thread between two of its
+        # bytecodes, maybe inside shutdown.wait() while it holds the Event's own lock (not
+        # reentrant), which set() would then wait for forever: the signal would be lost.
+        # A bare thread (no lock of the threading module taken to start it) sets it.
+        _thread.start_new_thread(self.stop, (f"received {name}",))
 
     def install_signal_handlers(self) -> None:
         """Route SIGTERM and SIGINT to the shutdown flag (call from the main thread)."""

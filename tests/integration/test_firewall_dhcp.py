@@ -106,10 +106,10 @@ def test_dhcp_only_from_the_leader_for_introspected_and_unknown_nodes(
         assert lines[0].startswith("Firewall leader: host")
         rows = {line.split()[0]: line.split() for line in lines[2:] if line.startswith("host")}
         index = leader.index
-        assert rows[f"host{index}"][3:5] == ["open", "yes"]
+        assert rows[f"host{index}"][3:5] == ["open", "leader"]
         assert rows[f"host{index}"][7] == "1"  # the whitelist: the introspected node
         for host in followers:
-            assert rows[f"host{host.index}"][3:5] == ["closed", "no"]
+            assert rows[f"host{host.index}"][3:5] == ["closed", "follower"]
 
         # SIGTERM closes every host; then the same hosts with deny_unknown_macs, the
         # whitelist polled from the store this time (nobody heard the announcement).

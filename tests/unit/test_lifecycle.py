@@ -2,6 +2,8 @@
 
 import logging
 import signal
+import threading
+import time
 
 from inspector import lifecycle as lifecycle_module
 from inspector.lifecycle import FORCED_EXIT_STATUS, Lifecycle
@@ -13,7 +15,7 @@ def test_a_first_signal_asks_for_a_graceful_stop(caplog, monkeypatch):
     monkeypatch.setattr(lifecycle_module.os, "_exit", exits.append)
     caplog.set_level(logging.INFO, logger=lifecycle_module.LOG.name)
     lifecycle._on_signal(signal.SIGTERM, None)
-    assert lifecycle.shutdown.is_set()
+    assert lifecycle.shutdown.wait(5)
     assert (lifecycle.reason, lifecycle.exit_status) == ("received SIGTERM", 0)
     assert "Stopping: received SIGTERM" in caplog.text
     assert exits == []
@@ -41,6 +43,10 @@ def test_a_second_signal_while_the_first_is_logged_exits_at_once(caplog, monkeyp
     lifecycle_module.LOG.addHandler(handler)
     try:
         lifecycle._on_signal(signal.SIGTERM, None)
+        assert lifecycle.shutdown.wait(5)
+        deadline = time.monotonic() + 5
+        while not exits and time.monotonic() < deadline:  # the line is written after
+            time.sleep(0.01)  # polling a condition with a deadline
     finally:
         lifecycle_module.LOG.removeHandler(handler)
     assert nested == [True], "the line was written before the flag was set"
@@ -53,3 +59,24 @@ def test_the_first_reason_and_status_win():
     lifecycle.stop("gave up on the database", exit_status=1)
     lifecycle.stop("received SIGTERM")
     assert (lifecycle.reason, lifecycle.exit_status) == ("gave up on the database", 1)
+
+
+def test_a_signal_that_comes_while_the_main_thread_is_inside_the_wait_is_not_lost():
+    """The handler runs in the main thread between two bytecodes, maybe inside
+    shutdown.wait() while it holds the Event's lock, which is not reentrant: a handler
+    that set the Event itself would wait for it forever (the process then ignored
+    SIGTERM). Here a thread holds that lock, as the waiting main thread would, and is
+    signalled: the handler returns, and the flag is set once the lock is free."""
+    lifecycle = Lifecycle()
+    returned = threading.Event()
+
+    def main_thread_inside_the_wait() -> None:
+        with lifecycle.shutdown._cond:
+            lifecycle._on_signal(signal.SIGTERM, None)
+            returned.set()
+
+    thread = threading.Thread(target=main_thread_inside_the_wait, daemon=True)
+    thread.start()
+    assert returned.wait(5), "the signal handler waited for the lock its thread holds"
+    assert lifecycle.shutdown.wait(5)
+    assert lifecycle.reason == "received SIGTERM"
