@@ -9,6 +9,15 @@ from inspector import lifecycle as lifecycle_module
 from inspector.lifecycle import FORCED_EXIT_STATUS, Lifecycle
 
 
+def eventually(condition, timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)  # polling a condition with a deadline
+    return True
+
+
 def test_a_first_signal_asks_for_a_graceful_stop(caplog, monkeypatch):
     lifecycle = Lifecycle()
     exits: list[int] = []
@@ -17,7 +26,8 @@ def test_a_first_signal_asks_for_a_graceful_stop(caplog, monkeypatch):
     lifecycle._on_signal(signal.SIGTERM, None)
     assert lifecycle.shutdown.wait(5)
     assert (lifecycle.reason, lifecycle.exit_status) == ("received SIGTERM", 0)
-    assert "Stopping: received SIGTERM" in caplog.text
+    # The flag first, then the line, from the handler's thread: waited for.
+    assert eventually(lambda: "Stopping: received SIGTERM" in caplog.text)
     assert exits == []
     lifecycle._on_signal(signal.SIGINT, None)
     assert exits == [FORCED_EXIT_STATUS]
@@ -44,9 +54,7 @@ def test_a_second_signal_while_the_first_is_logged_exits_at_once(caplog, monkeyp
     try:
         lifecycle._on_signal(signal.SIGTERM, None)
         assert lifecycle.shutdown.wait(5)
-        deadline = time.monotonic() + 5
-        while not exits and time.monotonic() < deadline:  # the line is written after
-            time.sleep(0.01)  # polling a condition with a deadline
+        assert eventually(lambda: exits), "the second signal, while the line is written"
     finally:
         lifecycle_module.LOG.removeHandler(handler)
     assert nested == [True], "the line was written before the flag was set"
@@ -61,13 +69,14 @@ def test_the_first_reason_and_status_win():
     assert (lifecycle.reason, lifecycle.exit_status) == ("gave up on the database", 1)
 
 
-def test_a_signal_that_comes_while_the_main_thread_is_inside_the_wait_is_not_lost():
+def test_a_signal_that_comes_while_the_main_thread_is_inside_the_wait_is_not_lost(caplog):
     """The handler runs in the main thread between two bytecodes, maybe inside
     shutdown.wait() while it holds the Event's lock, which is not reentrant: a handler
     that set the Event itself would wait for it forever (the process then ignored
     SIGTERM). Here a thread holds that lock, as the waiting main thread would, and is
     signalled: the handler returns, and the flag is set once the lock is free."""
     lifecycle = Lifecycle()
+    caplog.set_level(logging.INFO, logger=lifecycle_module.LOG.name)
     returned = threading.Event()
 
     def main_thread_inside_the_wait() -> None:
@@ -80,3 +89,5 @@ def test_a_signal_that_comes_while_the_main_thread_is_inside_the_wait_is_not_los
     assert returned.wait(5), "the signal handler waited for the lock its thread holds"
     assert lifecycle.shutdown.wait(5)
     assert lifecycle.reason == "received SIGTERM"
+    # Its line is written before the test ends (its capture then closes).
+    assert eventually(lambda: "Stopping: received SIGTERM" in caplog.text)
