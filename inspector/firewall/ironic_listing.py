@@ -159,11 +159,15 @@ class PortListing:
         if not isinstance(ports, dict):
             return
         now, clock = time.time(), self.clock()
-        started = clock - max(0.0, now - float(payload.get("listed_at") or now))
-        full_at = payload.get("full_at")
-        self._full_at = None if full_at is None else clock - max(0.0, now - float(full_at))
-        self._since = timestamp(payload.get("since"))
-        snapshot = {uuid: (node, mac) for uuid, (node, mac) in ports.items()}
+        try:
+            started = clock - max(0.0, now - float(payload.get("listed_at") or now))
+            full_at = payload.get("full_at")
+            full = None if full_at is None else clock - max(0.0, now - float(full_at))
+            snapshot = {uuid: (node, mac) for uuid, (node, mac) in ports.items()}
+        except (TypeError, ValueError):
+            LOG.warning("Ignored a malformed listing of Ironic's ports from the channel")
+            return
+        self._full_at, self._since = full, timestamp(payload.get("since"))
         self._heard_at = self._ports_at = clock
         if self.view.replace(Snapshot(None, snapshot), started):
             self.view.on_change()

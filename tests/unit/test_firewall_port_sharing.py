@@ -118,7 +118,17 @@ def test_a_change_heard_after_the_leader_listed_wins_over_its_listing(ironic, cl
     assert follower.view.blacklist.macs() == set()
 
 
-@pytest.mark.parametrize("payload", [{}, {"ports": "every"}, {"ports": None}])
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {},
+        {"ports": "every"},
+        {"ports": None},
+        {"ports": {"p": ["node"]}},
+        {"ports": {}, "listed_at": "soon"},
+        {"ports": {}, "full_at": [1]},
+    ],
+)
 def test_a_malformed_listing_is_ignored(ironic, clock, payload):
     follower = Host(ironic, clock, [])
     follower.ports.hear(PORTS, payload)
