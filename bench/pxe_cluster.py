@@ -34,14 +34,15 @@ HOSTS = 3
 WARM_UP = 40.0
 
 
-def listing_cost(ironic: PxeIronic, url: str, repeat: int) -> float:
-    """Ironic's CPU seconds for one paginated listing from `url` (following `next`), the
-    least of `repeat` tries: what each listing the filters make costs it."""
+def listing_cost(ironic: PxeIronic, url: str, repeat: int, *, pages: bool = True) -> float:
+    """Ironic's CPU seconds for one listing from `url` (following `next` with `pages`),
+    the least of `repeat` tries: what each listing the filters make costs it."""
     costs = []
     for _ in range(repeat):
         before, next_url = reconcile._ironic_cpu(ironic), url
         while next_url:
-            next_url = ironic.session.get(next_url, timeout=120).json().get("next")
+            body = ironic.session.get(next_url, timeout=120).json()
+            next_url = body.get("next") if pages else None
         costs.append(reconcile._ironic_cpu(ironic) - before)
     return min(costs)
 
@@ -56,7 +57,8 @@ def listing_costs(ironic: PxeIronic) -> dict:
     ]
     return {
         "full": listing_cost(ironic, f"{ironic.url}/v1/ports?fields={fields}&limit=1000", 2),
-        "changes": sum(listing_cost(ironic, url, 5) for url in changes),
+        # One page each: the filters stop at the first port older than they look for.
+        "changes": sum(listing_cost(ironic, url, 5, pages=False) for url in changes),
     }
 
 

@@ -30,9 +30,10 @@ INSPECTING = ("inspect wait", "inspecting")
 PAGE = 1000
 #: What the reconcile asks of each node under inspection (and its uuid).
 FIELDS = ("inspect_interface", "provision_updated_at")
-#: Seconds a listing of changed ports reaches back before the newest change the last
-#: one saw: Ironic stamps a change before its transaction commits (a slow commit shows
-#: an older stamp later), and Ironic's hosts' clocks differ a little.
+#: Seconds a listing of changed ports reaches back before the later of the newest change
+#: the last listing saw and the moment it began (this host's clock): Ironic stamps a
+#: change before its transaction commits (a slow commit shows an older stamp later), and
+#: clocks differ a little.
 SKEW = 60.0
 
 
@@ -96,6 +97,7 @@ class PortListing:
         notified: Callable[[], bool] = lambda: False,
         share: Callable[[str, dict], None] | None = None,
         observer: Observer | None = None,
+        utcnow: Callable[[], datetime.datetime] | None = None,
     ) -> None:
         self.view = view
         self.ironic = ironic
@@ -110,6 +112,8 @@ class PortListing:
         self.notified = notified
         self.share = share
         self.observer = observer or Observer()
+        #: This host's wall clock, naive UTC as Ironic's stamps.
+        self.utcnow = utcnow or _utcnow
         #: Listings of every port this process made (each costs Ironic the most).
         self.listings = 0
         #: Listings of the ports changed since the last one this process made.
@@ -118,7 +122,9 @@ class PortListing:
         self._heard_at: float | None = None  # the leader's last share heard (clock)
         self._ports_at: float | None = None  # the ports last listed (clock)
         self._full_at: float | None = None  # the last full listing began (clock)
-        #: Ironic's newest port change the view holds (its clock, naive UTC).
+        #: The later of Ironic's newest port change the view holds (its clock) and when the
+        #: last listing began (this host's): the next listing of changes reaches SKEW
+        #: before it (naive UTC).
         self._since: datetime.datetime | None = None
         #: False once Ironic's database proved unable to sort by updated_at usefully.
         self._sortable = True
@@ -209,17 +215,18 @@ class PortListing:
         return False if skip_changes else self._list_changes()
 
     def _list(self) -> bool:
-        started = self.clock()
+        started, began = self.clock(), self.utcnow()
+        # With either period 0 no listing of changes follows: where it starts not asked.
+        changes = self.full_period > 0 and self.period > 0
 
         def listing() -> tuple[datetime.datetime | None, dict[str, tuple[str, str]]]:
-            # The newest change first: one made during the listing is listed again later
-            # (with either period 0 no listing of changes follows: not asked).
-            changes = self.full_period > 0 and self.period > 0
-            since = self.ironic.last_port_change() if changes else None
+            # The newest change first: one made during the listing is listed again later.
+            newest = self.ironic.last_port_change() if changes else None
             ports = self.ironic.iter_ports(page_size=PAGE, fields=())
-            return since, {port.uuid: (port.node_uuid, port.address) for port in ports}
+            return newest, {port.uuid: (port.node_uuid, port.address) for port in ports}
 
-        self._since, ports = asking(self.outages, listing)
+        newest, ports = asking(self.outages, listing)
+        self._since = max(newest or began, began) if changes else None
         self.listings += 1
         self.observer.polled("ports", self.clock() - started)
         self._ports_at = self._full_at = started
@@ -228,7 +235,7 @@ class PortListing:
     def _list_changes(self) -> bool:
         since = self._since
         assert since is not None  # _full_due() otherwise
-        started = self.clock()
+        started, began = self.clock(), self.utcnow()
         reach = since - datetime.timedelta(seconds=SKEW)
         found = asking(self.outages, lambda: self.ironic.changed_ports(reach))
         self.observer.polled("port_changes", self.clock() - started)
@@ -241,8 +248,15 @@ class PortListing:
             return self._list()
         self.deltas += 1
         self._ports_at = started
-        self._since = max([since, *(stamp for _, stamp in found)])
+        # Stamps older than this listing's start minus SKEW will not show up any more: a
+        # burst of changes is read again for SKEW seconds, not until the next change.
+        self._since = max([since, began, *(stamp for _, stamp in found)])
         return self.view.update_ports({p.uuid: (p.node_uuid, p.address) for p, _ in found})
+
+
+def _utcnow() -> datetime.datetime:
+    """Now, naive UTC, as Ironic's stamps."""
+    return datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
 
 
 def reconcile(

@@ -239,3 +239,22 @@ def test_where_ironic_cannot_sort_by_change_every_listing_is_a_full_one(clock):
         clock.now += PERIOD
         leader.ports()
     assert full_and_changes(ironic) == (3, 1)  # asked once, then never again
+
+
+def test_a_burst_of_changes_is_read_again_for_skew_seconds_not_until_the_next_change(clock):
+    ironic = FakeIronic()
+    burst = datetime.datetime(2026, 1, 1, 10, 0, 0)
+    ironic.now = lambda: burst  # 3 ports created in one moment, nothing after
+    for mac in (MAC_A, MAC_B, MAC_C):
+        ironic.add_port(ironic.add_node().uuid, mac)
+    wall = [burst + datetime.timedelta(seconds=10)]
+    view = IronicInspections(MacList("whitelist", clock=clock), MacList("blacklist", clock=clock))
+    leader = PortListing(view, ironic, period=PERIOD, full_period=FULL, utcnow=lambda: wall[0])
+    leader()
+    found = []
+    for seconds in (25, 100, 115):  # each listing reaches SKEW before the last one began
+        wall[0] = burst + datetime.timedelta(seconds=seconds)
+        clock.now += PERIOD
+        leader()
+        found.append(len(ironic.changed_ports(ironic.calls_to("changed_ports")[-1].args[0])))
+    assert found == [3, 3, 0] and leader.deltas == 3
