@@ -53,6 +53,8 @@ def classify(method: str, target: str) -> tuple[str, str | None, bool]:
         return f"{method} node{rest}", match.group("ident"), False
     if path in ("/v1/ports", "/v1/ports/detail"):
         node = (query.get("node_uuid") or query.get("node") or [None])[0]
+        if "sort_key" in query:  # the PXE filter's short listings of the ports changed
+            return f"{method} ports sorted", node, False
         lists_all = method == "GET" and node is None and "address" not in query
         return f"{method} ports", node, lists_all
     if path in ("/v1/nodes", "/v1/nodes/detail"):

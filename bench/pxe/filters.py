@@ -149,16 +149,20 @@ def ours_config(
     notifications: bool = True,
     host: str = "pxebench",
     single_host: bool = True,
+    full_period: float | None = None,
 ) -> str:
     """`inspector pxe-filter`'s configuration: defaults but for the period (None:
     the defaults: without notifications the leader then polls the nodes under
-    inspection every second) and what names the services."""
+    inspection every second), the full port listing's period (None: the default) and
+    what names the services."""
     firewall: dict = {
         "channel_url": ironic_site.oslo_url(rabbitmq_url),
         "channel_topic": f"{topic}_firewall",  # not the tests' channel on the same broker
     }
     if notifications:
         firewall["ironic_topic"] = topic
+    if full_period is not None:
+        firewall["full_port_listing_period"] = full_period
     if period is not None:
         # Every poll at that period: the fast one without notifications included.
         firewall |= {
@@ -226,8 +230,9 @@ class Ours(Filter):
 
 
 #: The kind of call of each of our listings: the reconcile of the nodes under inspection
-#: (the leader's, and each new leader's before it opens) and the listing of every port.
-NODES, PORTS = "GET nodes", "GET ports"
+#: (the leader's, and each new leader's before it opens), the listing of every port, and
+#: the short listings sorted by Ironic's timestamps (the ports changed, the newest change).
+NODES, PORTS, PORT_CHANGES = "GET nodes", "GET ports", "GET ports sorted"
 
 
 def reconciles(calls: list[proxy.Call], kind: str | None = None) -> list[dict]:

@@ -25,8 +25,10 @@ PORT_REMOVED = "inspector.port.remove"
 #: payload holds the port under "ironic_object.data".
 IRONIC_PORT_ADDED = ("baremetal.port.create.end", "baremetal.port.update.end")
 IRONIC_PORT_REMOVED = ("baremetal.port.delete.end",)
-#: The firewall leader's listing of every Ironic port, for the other PXE hosts:
-#: {"ports": {port UUID: [node UUID, MAC]}, "listed_at": epoch seconds}.
+#: The firewall leader's view of every Ironic port after each listing, for the other PXE
+#: hosts: {"ports": {port UUID: [node UUID, MAC]}, "listed_at": epoch seconds,
+#: "full_at": epoch seconds of its last full listing or null, "since": where its next
+#: listing of changes starts (ISO 8601, Ironic's UTC) or null}.
 PORTS = "inspector.firewall.ports"
 #: `inspector status` asks {"request_id"}; every firewall manager answers STATUS.
 STATUS_REQUEST = "inspector.firewall.status.request"

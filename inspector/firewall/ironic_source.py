@@ -151,6 +151,22 @@ class IronicInspections:
             changed = self.whitelist.replace(whitelist, started) or changed
             return changed or allowed != self.allows_unknown()
 
+    def update_ports(self, ports: Mapping[str, tuple[str, str]]) -> bool:
+        """Ports a listing of changes found created or changed (port UUID -> (node UUID,
+        MAC)); the others stand. True when the lists or the unknown MACs' fate changed."""
+        with self._guard:
+            allowed = self.allows_unknown()
+            changed = False
+            for uuid, (node, mac) in ports.items():
+                port = {"uuid": uuid, "node_uuid": node, "address": mac}
+                changed = self._port(port, deleted=False) or changed
+            return changed or allowed != self.allows_unknown()
+
+    def ports(self) -> dict[str, tuple[str, str]]:
+        """Port UUID -> (node UUID, MAC), as the view holds them now."""
+        with self._guard:
+            return dict(self._ports.values)
+
     def _macs_by_node(self) -> dict[str, list[str]]:
         result: dict[str, list[str]] = collections.defaultdict(list)
         for node, mac in self._ports.values.values():
@@ -238,11 +254,13 @@ def attach(
     """Make Ironic's inspections the source of the firewall's lists: the nodes under
     inspection reconciled while leading (and at each election, before the leader opens)
     at the Cadence's period: [firewall] inspection_poll_interval while no Ironic
-    notification was heard lately, whitelist_sync_period while they flow; every port
-    listed every blacklist_sync_period by the leader, on a thread of its own, and shared
-    on `channel` with the followers, which list by themselves only when it stops
-    reaching them (a new leader opens with ports no older than one period, or lists them
-    first); Ironic's notifications from `channel` (not yet started); unknown MACs as
+    notification was heard lately, whitelist_sync_period while they flow; the ports
+    listed every blacklist_sync_period by the leader, on a thread of its own (every port
+    every full_port_listing_period, those changed since in between unless notifications
+    flow), and shared on `channel` with the followers, which list by themselves only
+    when it stops reaching them (a new leader opens with ports no older than one period
+    and a full listing no older than full_port_listing_period, or lists first);
+    Ironic's notifications from `channel` (not yet started); unknown MACs as
     ironic-pxe-filter. `watch` goes to firewall.watch."""
     cadence = Cadence.from_conf(
         conf, listening=channel is not None and bool(conf.firewall.ironic_topic)
@@ -263,7 +281,9 @@ def attach(
         ironic,
         outages,
         period=conf.firewall.blacklist_sync_period,
+        full_period=conf.firewall.full_port_listing_period,
         leading=firewall.is_leader,
+        notified=cadence.is_notified,
         share=None if channel is None else channel.publish,
         observer=observer,
     )

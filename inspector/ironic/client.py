@@ -24,7 +24,8 @@ from oslo_config import cfg
 from inspector import deadlines
 from inspector.conf.ironic import GROUP
 from inspector.errors import Conflict, NotFound, ServiceUnavailable
-from inspector.ironic import failures, model, rest
+from inspector.ironic import changes, failures, rest
+from inspector.ironic.changes import CHANGES_PAGE_SIZE
 from inspector.ironic.connection import connect
 from inspector.ironic.model import IronicNode, IronicPort
 
@@ -107,24 +108,8 @@ class Ironic:
     def inspected_since(
         self, since: datetime | None, *, page_size: int = DEFAULT_PAGE_SIZE
     ) -> list[tuple[str, datetime]]:
-        """(uuid, inspection_finished_at) of the nodes whose built-in inspection finished
-        after `since` (all with None), newest first: one listing of two fields sorted by
-        inspection_finished_at, read until the first older one (never-inspected nodes,
-        first or last as Ironic's database sorts NULL, are skipped)."""
-        params = {
-            "fields": "uuid,inspection_finished_at",
-            "sort_key": "inspection_finished_at",
-            "sort_dir": "desc",
-        }
-        found = []
-        for item in self._paginate("nodes", "/nodes", params, page_size):
-            finished = model.timestamp(item.get("inspection_finished_at"))
-            if finished is None:
-                continue
-            if since is not None and finished < since:
-                break
-            found.append((item["uuid"], finished))
-        return found
+        """`changes.inspected_since` on this Ironic."""
+        return changes.inspected_since(self._paginate, since, page_size)
 
     def get_inventory(self, node_uuid: str) -> dict[str, Any] | None:
         """The inventory and plugin data Ironic's inspection of the node stored
@@ -215,6 +200,17 @@ class Ironic:
             wanted = ",".join(dict.fromkeys(["uuid", "node_uuid", "address", *fields]))
             pages = self._paginate("ports", "/ports", {"fields": wanted}, page_size)
         return (IronicPort.from_ironic(item) for item in pages)
+
+    def changed_ports(
+        self, since: datetime, *, page_size: int = CHANGES_PAGE_SIZE
+    ) -> list[tuple[IronicPort, datetime]] | None:
+        """`changes.changed_ports` on this Ironic (deleted ports are not seen)."""
+        return changes.changed_ports(self._paginate, since, page_size)
+
+    def last_port_change(self) -> datetime | None:
+        """`changes.last_change` on this Ironic: where `changed_ports` starts after a
+        full listing."""
+        return changes.last_change(self._paginate)
 
     def create_port(
         self,

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from inspector.ironic import IronicClient
+from inspector.ironic.changes import CHANGES_PAGE_SIZE
 from inspector.ironic.client import DEFAULT_PAGE_SIZE
 from inspector.ironic.model import IronicNode, IronicPort
 
@@ -78,6 +79,14 @@ class Forwarding:
         self, *, page_size: int = DEFAULT_PAGE_SIZE, fields: Sequence[str] | None = None
     ) -> Iterator[IronicPort]:
         return self._run(lambda ironic: ironic.iter_ports(page_size=page_size, fields=fields))
+
+    def changed_ports(
+        self, since: datetime, *, page_size: int = CHANGES_PAGE_SIZE
+    ) -> list[tuple[IronicPort, datetime]] | None:
+        return self._run(lambda ironic: ironic.changed_ports(since, page_size=page_size))
+
+    def last_port_change(self) -> datetime | None:
+        return self._run(lambda ironic: ironic.last_port_change())
 
     def create_port(
         self,

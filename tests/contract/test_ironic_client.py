@@ -12,6 +12,7 @@ in tests/integration/test_ironic_client.py.
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -258,3 +259,32 @@ def test_listings_and_inspection_data(lab: Lab) -> None:
     # never inspected by Ironic: no data, and not among the inspected ones
     assert lab.client.get_inventory(node.uuid) is None
     assert node.uuid not in {found for found, _ in lab.client.inspected_since(None)}
+
+
+def test_ports_changed_since_a_moment_are_listed_by_ironics_timestamps(lab: Lab) -> None:
+    # Other tests may change ports meanwhile: only this test's ports are looked for.
+    before = lab.client.last_port_change() or datetime.min
+    node = lab.enroll(macs=2)
+    kept, touched = lab.client.list_ports(node.uuid)
+    lab.client.update_port(touched.uuid, [{"op": "add", "path": "/extra/by", "value": "us"}])
+    after = lab.client.last_port_change()
+    assert after is not None and after >= before
+    for page_size in (50, 1):  # one page, and Ironic's marker paging over the sort
+        changed = lab.client.changed_ports(before, page_size=page_size)
+        assert changed is not None
+        stamps: dict[str, list[datetime]] = {}
+        for port, stamp in changed:
+            assert stamp >= before
+            stamps.setdefault(port.uuid, []).append(stamp)
+        ours = {p.uuid: p for p, _ in changed if p.uuid in (kept.uuid, touched.uuid)}
+        assert {(p.node_uuid, p.address) for p in ours.values()} == {
+            (node.uuid, kept.address),
+            (node.uuid, touched.address),
+        }
+        assert len(stamps[kept.uuid]) == 1  # its creation; never updated
+        created, updated = stamps[touched.uuid]  # its creation, then its update
+        assert created < updated <= after
+    later = lab.client.changed_ports(after) or []
+    assert kept.uuid not in {port.uuid for port, _ in later}  # older than `after`
+    lab.client.delete_port(touched.uuid)
+    assert touched.uuid not in {p.uuid for p, _ in lab.client.changed_ports(before) or []}

@@ -14,8 +14,8 @@ import dataclasses
 import re
 import threading
 import uuid as uuidlib
-from collections.abc import Iterator, Sequence
-from datetime import datetime
+from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from inspector import request_context
@@ -69,6 +69,10 @@ class FakeIronic:
         #: node uuid -> (inspection_finished_at, {"inventory", "plugin_data"}) of its
         #: last built-in inspection (see `inspected`).
         self.inspections: dict[str, tuple[datetime, dict]] = {}
+        #: port uuid -> (created_at, updated_at or None), Ironic's clock (`now`).
+        self.port_stamps: dict[str, tuple[datetime, datetime | None]] = {}
+        self.now: Callable[[], datetime] = self._tick
+        self._last_stamp = datetime.min
 
     # ------------------------------------------------------------ test helpers
 
@@ -274,6 +278,28 @@ class FakeIronic:
             ports = [IronicPort.from_ironic(_only(port, *kept)) for port in ports]
         return iter(ports)
 
+    def changed_ports(
+        self, since: datetime, *, page_size: int = 50
+    ) -> list[tuple[IronicPort, datetime]] | None:
+        """As Ironic on SQLite or MySQL (never-updated ports sort last)."""
+        with self._begin("changed_ports", since, page_size=page_size):
+            found = []
+            for index in (0, 1):  # created_at, then updated_at
+                stamped = [
+                    (self.ports[uuid], stamps[index])
+                    for uuid, stamps in self.port_stamps.items()
+                    if uuid in self.ports  # a test may drop one from `ports`
+                    and (stamp := stamps[index]) is not None
+                    and stamp >= since
+                ]
+                found += sorted(stamped, key=lambda item: item[1], reverse=True)
+            return found
+
+    def last_port_change(self) -> datetime | None:
+        with self._begin("last_port_change"):
+            stamps = [s for pair in self.port_stamps.values() for s in pair if s is not None]
+            return max(stamps, default=None)
+
     def create_port(
         self,
         node_uuid: str,
@@ -303,14 +329,22 @@ class FakeIronic:
             port = self._port(port_uuid)
             port = IronicPort(**apply_patch(dataclasses.asdict(port), patch))
             self.ports[port.uuid] = port
+            self.port_stamps[port.uuid] = (self.port_stamps[port.uuid][0], self.now())
             return port
 
     def delete_port(self, port_uuid: str) -> None:
         with self._begin("delete_port", port_uuid):
             self._port(port_uuid)
             del self.ports[port_uuid]
+            del self.port_stamps[port_uuid]
 
     # ------------------------------------------------------------ internals
+
+    def _tick(self) -> datetime:
+        """Now, naive UTC, later than the last stamp (two changes never share one)."""
+        now = datetime.now(UTC).replace(tzinfo=None)
+        self._last_stamp = max(now, self._last_stamp + timedelta(microseconds=1))
+        return self._last_stamp
 
     @contextlib.contextmanager
     def _begin(self, name: str, /, *args: Any, **kwargs: Any) -> Iterator[None]:
@@ -349,6 +383,7 @@ class FakeIronic:
         }
         port = IronicPort(uuid=str(uuidlib.uuid4()), node_uuid=node_uuid, address=address, **values)
         self.ports[port.uuid] = port
+        self.port_stamps[port.uuid] = (self.now(), None)
         return port
 
 

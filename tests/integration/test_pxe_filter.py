@@ -13,11 +13,11 @@ again. The open host killed with SIGKILL: another opens, the node still gets its
 never two hosts answering one DISCOVER (sampled every 50 ms). Notifications off: the
 leader polls the nodes under inspection every second (three nodes allowed, then denied,
 within 2 s of Ironic's change; each host's metrics and `inspector status` show its
-role); only the leader lists every port, the others follow its listing (Ironic's log
-counts the listings). Ironic unreachable: the firewall stays as it was for the
-outage budget, then every host closes. Last, with whitelist_source = inspector: the
-firewall of our own introspections (through our API and workers) on hosts that run no
-worker.
+role); only the leader lists the ports (every port each full period, those changed in
+between), the others follow its listing (Ironic's log counts the listings). Ironic
+unreachable: the firewall stays as it was for the outage budget, then every host closes.
+Last, with whitelist_source = inspector: the firewall of our own introspections (through
+our API and workers) on hosts that run no worker.
 """
 
 import contextlib
@@ -437,42 +437,54 @@ def _metrics_and_status_show_the_leader(filters, leader) -> None:
     assert sorted(row[4] for row in rows) == ["follower", "follower", "leader"], status.stdout
 
 
-def _port_listings(ironic_dir) -> int:
-    """The listings of every port Ironic answered so far (its log's access lines)."""
+def _port_listings(ironic_dir) -> tuple[int, int]:
+    """The listings of every port, and of the ports changed, Ironic answered so far (its
+    log's access lines)."""
     log = (ironic_dir / "ironic" / "ironic.log").read_text(errors="replace")
-    return log.count("GET /v1/ports?fields=uuid%2Cnode_uuid%2Caddress")
+    return (
+        log.count("GET /v1/ports?fields=uuid%2Cnode_uuid%2Caddress&limit="),
+        log.count("%2Ccreated_at&sort_key=created_at&sort_dir=desc&limit=50 "),
+    )
 
 
 def test_only_the_leader_lists_the_ports_the_others_follow_its_listing(
     tmp_path, lab, api, ironic, ironic_dir, rabbitmq_server, redis_server
 ):
     node, _ = enrolled(api)
-    period = 2.0
-    sections = {"firewall": {"ironic_topic": "", "blacklist_sync_period": period}}
+    period, full = 2.0, 6.0
+    sections = {
+        "firewall": {
+            "ironic_topic": "",
+            "blacklist_sync_period": period,
+            "full_port_listing_period": full,
+        }
+    }
     with pxe_filters(tmp_path, lab, ironic, rabbitmq_server, redis_server, **sections) as filters:
         mac = IronicAPI.new_mac()
+        began, (fulls, changes) = time.monotonic(), _port_listings(ironic_dir)
         port = api.request("POST", "/ports", {"node_uuid": node["uuid"], "address": mac})
-        wait_for(
+        wait_for(  # a listing of the changes finds it
             lambda: all(mac in listed(host, DRIVER, "blacklist") for host in lab.hosts),
             2 * period + 2,
             0.1,
             lambda: f"{mac} blacklisted on every host\n{filters.logs()}",
         )
-        began, before = time.monotonic(), _port_listings(ironic_dir)
         api.request("DELETE", f"/ports/{port['uuid']}")
-        wait_for(
+        wait_for(  # only a full listing sees a deletion
             lambda: all(mac not in listed(host, DRIVER, "blacklist") for host in lab.hosts),
-            2 * period + 2,
+            2 * full,
             0.1,
             lambda: f"{mac} gone from every host\n{filters.logs()}",
         )
-        wait_for(lambda: time.monotonic() - began > 2 * period, 3 * period, 0.1, "two periods")
-        listings = _port_listings(ironic_dir) - before
+        wait_for(lambda: time.monotonic() - began > full, 2 * full, 0.1, "a full period")
+        now = _port_listings(ironic_dir)
+        fulls, changes = now[0] - fulls, now[1] - changes
         elapsed = time.monotonic() - began
-        print(f"{listings} listings of every port in {elapsed:.1f} s by {len(lab.hosts)} hosts")
+        print(f"{fulls} full and {changes} changes' listings in {elapsed:.1f} s, 3 hosts")
         # One host listing each period (its clock is not ours: one more at the edges);
         # every host listing would make about three times as many.
-        assert 1 <= listings <= elapsed / period + 1, filters.logs()
+        assert 1 <= fulls <= elapsed / full + 1, filters.logs()
+        assert 1 <= changes <= elapsed / period + 1, filters.logs()
         assert filters.in_place() is not None
 
 

@@ -16,7 +16,7 @@ from inspector.errors import (
     NotFound,
     ServiceUnavailable,
 )
-from inspector.ironic import Ironic, IronicNode, IronicPort, bmc_addresses, connect
+from inspector.ironic import Ironic, IronicNode, IronicPort, bmc_addresses, connect, model
 from inspector.ironic.connection import Reply
 from inspector.ironic.failures import HttpError, Unreachable
 
@@ -481,6 +481,93 @@ def test_listing_errors_are_mapped_from_ironics_answer(conf, shutdown):
     with pytest.raises(BadRequest, match="Invalid limit"):
         list(ironic.iter_ports(page_size=5))
     assert shutdown.waits == [2.5]
+
+
+def stamped_ports(key: str, *stamps: str | None, more: bool = False) -> Reply:
+    """Ironic's page of ports sorted by `key`, one per stamp (uuid p0, p1 ...)."""
+    ports = [
+        {"uuid": f"p{i}", "node_uuid": NODE, "address": f"52:54:00:00:00:0{i}", key: stamp}
+        for i, stamp in enumerate(stamps)
+    ]
+    body: dict[str, Any] = {"ports": ports}
+    if more:
+        body["next"] = "http://ironic/v1/ports?marker=p1"
+    return response(200, body)
+
+
+def test_changed_ports_read_each_sorted_listing_until_an_older_port(conf, shutdown):
+    since = "2026-01-01T10:00:00+00:00"
+    ironic = client(
+        conf,
+        shutdown,
+        stamped_ports(
+            "created_at", "2026-01-01T10:00:05+00:00", "2026-01-01T10:00:00+00:00", more=True
+        ),
+        stamped_ports("created_at", "2026-01-01T09:59:59+00:00"),
+        stamped_ports("updated_at", "2026-01-01T10:00:07+00:00", None),
+    )
+    found = ironic.changed_ports(model.timestamp(since), page_size=2)
+    assert [(port.uuid, stamp.isoformat()) for port, stamp in found] == [
+        ("p0", "2026-01-01T10:00:05"),
+        ("p1", "2026-01-01T10:00:00"),
+        ("p0", "2026-01-01T10:00:07"),
+    ]
+    params = [kwargs["params"] for _, _, kwargs in sent(ironic)]
+    assert params == [
+        {
+            "fields": "uuid,node_uuid,address,created_at",
+            "sort_key": "created_at",
+            "sort_dir": "desc",
+            "limit": 2,
+        },
+        {
+            "fields": "uuid,node_uuid,address,created_at",
+            "sort_key": "created_at",
+            "sort_dir": "desc",
+            "limit": 2,
+            "marker": "p1",
+        },
+        {
+            "fields": "uuid,node_uuid,address,updated_at",
+            "sort_key": "updated_at",
+            "sort_dir": "desc",
+            "limit": 2,
+        },
+    ]
+
+
+@pytest.mark.parametrize(
+    ("ascending", "expected"),
+    [
+        (None, []),  # MySQL, SQLite: NULLs last in "desc", so no port was ever updated
+        ("2026-01-01T10:00:07+00:00", None),  # PostgreSQL: NULLs first, updates after them
+    ],
+)
+def test_changed_ports_tell_when_never_updated_ports_sort_first(
+    conf, shutdown, ascending, expected
+):
+    ironic = client(
+        conf,
+        shutdown,
+        stamped_ports("created_at", "2026-01-01T09:00:00+00:00"),
+        stamped_ports("updated_at", None, None),
+        stamped_ports("updated_at", ascending),
+    )
+    assert ironic.changed_ports(model.timestamp("2026-01-01T10:00:00")) == expected
+    assert sent(ironic)[-1][2]["params"]["sort_dir"] == "asc"
+
+
+def test_last_port_change_is_the_newest_of_either_stamp(conf, shutdown):
+    ironic = client(
+        conf,
+        shutdown,
+        stamped_ports("created_at", "2026-01-01T10:00:05+00:00"),
+        stamped_ports("updated_at", "2026-01-01T10:00:07+00:00"),
+    )
+    assert ironic.last_port_change() == model.timestamp("2026-01-01T10:00:07")
+    assert [kwargs["params"]["limit"] for _, _, kwargs in sent(ironic)] == [1, 1]
+    empty = client(conf, shutdown, stamped_ports("created_at"), stamped_ports("updated_at"))
+    assert empty.last_port_change() is None
 
 
 def test_page_size_must_be_positive(conf, shutdown):

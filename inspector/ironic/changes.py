@@ -1,0 +1,82 @@
+"""What changed in Ironic since a moment, read from its listings sorted by a timestamp,
+newest first, until the first older item: the ports created or updated (sorted by
+created_at, then by updated_at), the nodes whose built-in inspection finished (by
+inspection_finished_at). A few short requests when little changed, whatever the number
+of items. Owns those sorted listings and where to stop reading them; the client sends
+the requests (`Paginate`: its paginated GET). Deleted items leave no trace there.
+"""
+
+from collections.abc import Callable, Iterator
+from datetime import datetime
+from typing import Any
+
+from inspector.ironic.model import IronicPort, timestamp
+
+#: Ports per page: Ironic's cost grows with the ports it sends (it loads each one's
+#: node), and a listing of what changed is short.
+CHANGES_PAGE_SIZE = 50
+
+#: (kind, path, query, page size) -> Ironic's items of that kind, across pages.
+Paginate = Callable[[str, str, dict[str, Any], int], Iterator[dict]]
+
+
+def changed_ports(
+    paginate: Paginate, since: datetime, page_size: int = CHANGES_PAGE_SIZE
+) -> list[tuple[IronicPort, datetime]] | None:
+    """The ports created or updated at or after `since` (naive UTC), each with that
+    moment: the listing by created_at, then by updated_at, each read until the first
+    older port. Never-updated ports (a NULL updated_at) come last in a descending sort on
+    MySQL/MariaDB and SQLite; None when Ironic's database sorts them first (PostgreSQL),
+    which puts its updates out of reach of a short read."""
+    found = []
+    for key in ("created_at", "updated_at"):
+        for index, item in enumerate(_ports_by(paginate, key, "desc", page_size)):
+            stamp = timestamp(item.get(key))
+            if stamp is None and index == 0 and key == "updated_at":
+                if _first_stamp(paginate, key, "asc") is not None:
+                    return None  # NULLs first in "desc": the updated ports follow them
+            if stamp is None or stamp < since:
+                break
+            found.append((IronicPort.from_ironic(item), stamp))
+    return found
+
+
+def last_change(paginate: Paginate) -> datetime | None:
+    """The newest created_at or updated_at of any port (None: no port), one port read
+    from each listing."""
+    stamps = [_first_stamp(paginate, key, "desc") for key in ("created_at", "updated_at")]
+    return max((stamp for stamp in stamps if stamp is not None), default=None)
+
+
+def inspected_since(
+    paginate: Paginate, since: datetime | None, page_size: int
+) -> list[tuple[str, datetime]]:
+    """(uuid, inspection_finished_at) of the nodes whose built-in inspection finished
+    after `since` (all with None), newest first: one listing of two fields sorted by
+    inspection_finished_at, read until the first older one (never-inspected nodes,
+    first or last as Ironic's database sorts NULL, are skipped)."""
+    params = {
+        "fields": "uuid,inspection_finished_at",
+        "sort_key": "inspection_finished_at",
+        "sort_dir": "desc",
+    }
+    found = []
+    for item in paginate("nodes", "/nodes", params, page_size):
+        finished = timestamp(item.get("inspection_finished_at"))
+        if finished is None:
+            continue
+        if since is not None and finished < since:
+            break
+        found.append((item["uuid"], finished))
+    return found
+
+
+def _ports_by(paginate: Paginate, key: str, direction: str, page_size: int) -> Iterator[dict]:
+    params = {"fields": f"uuid,node_uuid,address,{key}", "sort_key": key, "sort_dir": direction}
+    return paginate("ports", "/ports", params, page_size)
+
+
+def _first_stamp(paginate: Paginate, key: str, direction: str) -> datetime | None:
+    for item in _ports_by(paginate, key, direction, 1):
+        return timestamp(item.get(key))
+    return None
