@@ -2,26 +2,15 @@
 `inspector drift` command answer it: which two (by default the last two finished), then
 `drift.compare` of their raw data. Reads the store; writes nothing."""
 
-from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 
 from inspector.errors import BadRequest, NotFound
 from inspector.processing import drift
 from inspector.store.introspections import EntryRecord
+from inspector.store.worker_store import HistoryReads
 
 
-class History(Protocol):
-    """The store's reads used here."""
-
-    def finished_introspections(
-        self, node_uuid: str, *, before: datetime | None = None, limit: int = 1
-    ) -> list[EntryRecord]: ...
-    def history_data(
-        self, node_uuid: str, ident: int
-    ) -> tuple[EntryRecord, dict[str, Any]] | None: ...
-
-
-def _found(store: History, node_uuid: str, ident: int) -> tuple[EntryRecord, dict[str, Any]]:
+def _found(store: HistoryReads, node_uuid: str, ident: int) -> tuple[EntryRecord, dict[str, Any]]:
 
     found = store.history_data(node_uuid, ident)
     if found is None:
@@ -29,7 +18,9 @@ def _found(store: History, node_uuid: str, ident: int) -> tuple[EntryRecord, dic
     return found
 
 
-def between(store: History, node_uuid: str, old: int | None, new: int | None) -> dict[str, Any]:
+def between(
+    store: HistoryReads, node_uuid: str, old: int | None, new: int | None
+) -> dict[str, Any]:
     """{"from", "to", "changes", "summary"}: `new` defaults to the newest finished
     introspection, `old` to the finished one before `new` (None, with no changes, when
     there is none). NotFound for an id the node's history lacks; BadRequest when `old`

@@ -15,7 +15,20 @@ from inspector.store.snapshots import SnapshotRecord
 from inspector.store.transitions import Change
 
 
-class WorkerStore(Protocol):
+class HistoryReads(Protocol):
+    """The reads of a node's introspection history (the drift's comparison needs only
+    these)."""
+
+    def finished_introspections(
+        self, node_uuid: str, *, before: datetime | None = None, limit: int = 1
+    ) -> list[EntryRecord]: ...
+
+    def history_data(
+        self, node_uuid: str, ident: int
+    ) -> tuple[EntryRecord, dict[str, Any]] | None: ...
+
+
+class WorkerStore(HistoryReads, Protocol):
     @property
     def clock(self) -> Clock: ...
 
@@ -54,14 +67,6 @@ class WorkerStore(Protocol):
     def all_rules(self) -> list[dict[str, Any]]: ...
 
     def keep_introspection(self, node: NodeRecord) -> bool: ...
-
-    def finished_introspections(
-        self, node_uuid: str, *, before: datetime | None = None, limit: int = 1
-    ) -> list[EntryRecord]: ...
-
-    def history_data(
-        self, node_uuid: str, ident: int
-    ) -> tuple[EntryRecord, dict[str, Any]] | None: ...
 
     def forget_history(self, node_uuid: str) -> int: ...
 
