@@ -59,6 +59,9 @@ def test_a_second_signal_while_the_first_is_logged_exits_at_once(caplog, monkeyp
         lifecycle_module.LOG.removeHandler(handler)
     assert nested == [True], "the line was written before the flag was set"
     assert exits == [FORCED_EXIT_STATUS]
+    # The capture's handler (the root's) gets the line after the nested one returned,
+    # in the stopping thread: waited for.
+    assert eventually(lambda: "Stopping:" in caplog.text)
     assert caplog.text.count("Stopping:") == 1
 
 
