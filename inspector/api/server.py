@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from wsgiref.types import WSGIApplication
 
 from cheroot import errors as cheroot_errors
+from cheroot import makefile as cheroot_makefile
 from cheroot import server as cheroot_server
 from cheroot import wsgi
 from oslo_context import context as oslo_context
@@ -108,6 +109,22 @@ class _Request(cheroot_server.HTTPRequest):
         hdict.update(seen)
         return hdict
 
+    def send_headers(self) -> None:
+        """The head, kept back to leave with the body's first bytes (see _Writer)."""
+        wfile = self.conn.wfile
+        if isinstance(wfile, _Writer):
+            wfile.hold_next = True
+        super().send_headers()
+
+    def respond(self) -> None:
+        try:
+            super().respond()
+        finally:
+            wfile = self.conn.wfile
+            if isinstance(wfile, _Writer):
+                wfile.hold_next = False
+                wfile.release()
+
     def simple_response(self, status: str | bytes | int, msg: str = "") -> None:
         """cheroot's refusals (then it closes the connection), in the API's format."""
         code = int(str(status)[:3])
@@ -128,10 +145,44 @@ class _Request(cheroot_server.HTTPRequest):
                 raise
 
 
+class _Writer(cheroot_makefile.StreamWriter):
+    """cheroot's socket writer, which keeps an answer's head back until its body's first
+    bytes (or the answer's end) so that both leave in one send. cheroot sends them apart:
+    a process killed between the two sends left a client with a head and no body
+    (IncompleteRead), which no proxy can retry once an answer has begun; killed before
+    the one send, the proxy sees no answer at all and retries the request elsewhere."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.hold_next = False
+        self.head = b""
+
+    def write(self, val: Any, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        if self.hold_next:
+            self.hold_next = False
+            self.head += bytes(val)
+            return len(val)
+        if self.head:
+            head, self.head = self.head, b""
+            super().write(head + bytes(val), *args, **kwargs)
+            return len(val)
+        return super().write(val, *args, **kwargs)
+
+    def release(self) -> None:
+        """Send a head still kept back (an answer without a body)."""
+        if self.head:
+            head, self.head = self.head, b""
+            super().write(head)
+
+
 class _Connection(cheroot_server.HTTPConnection):
     RequestHandlerClass = _Request
     #: Whether it was handed to a request thread yet (see _Server.process_conn).
     heard = False
+
+    def __init__(self, server: Any, sock: Any, makefile: Any = cheroot_makefile.MakeFile) -> None:
+        super().__init__(server, sock, makefile)
+        self.wfile = _Writer(sock, "wb", self.wbufsize)
 
 
 class _Gateway(wsgi.Gateway_10):

@@ -229,3 +229,42 @@ def test_the_server_logs_through_our_loggers_without_a_stack(serve, caplog):
     serve().cheroot.error_log("socket.error 'reset'", level=logging.WARNING, traceback=True)
     (record,) = [r for r in caplog.records if "socket.error" in r.getMessage()]
     assert record.name == "inspector.api.server" and not record.exc_info
+
+
+@pytest.fixture
+def sends(monkeypatch) -> list[bytes]:
+    """Every send of the server's socket writers (what a kill between two can split)."""
+    sent: list[bytes] = []
+    original = server.cheroot_makefile.BufferedWriter.write
+
+    def write(self, data):
+        sent.append(bytes(data))
+        return original(self, data)
+
+    monkeypatch.setattr(server.cheroot_makefile.BufferedWriter, "write", write)
+    return sent
+
+
+def test_an_answers_head_and_body_leave_in_one_send(port, sends):
+    """A process killed between the head and the body would leave its client a head
+    with no body, which no proxy can retry: both go in one write, on each request of a
+    kept-alive connection."""
+    with connect(port) as sock:
+        for _ in range(2):
+            sock.sendall(b"GET /v1 HTTP/1.1\r\nHost: x\r\n\r\n")
+            status, _headers, body = answer(sock)
+            assert status == 200 and json.loads(body)["resources"]
+    assert len(sends) == 2
+    for sent in sends:
+        assert sent.startswith(b"HTTP/1.1 200") and sent.endswith(body)
+
+
+def test_an_answer_without_a_body_still_leaves_whole(port, sends):
+    with connect(port) as sock:
+        sock.sendall(b"HEAD /v1 HTTP/1.1\r\nHost: x\r\n\r\n")
+        received = b""
+        while not received.endswith(b"\r\n\r\n"):
+            chunk = sock.recv(65536)
+            assert chunk, f"closed without an answer: {received!r}"
+            received += chunk
+    assert received.startswith(b"HTTP/1.1 200") and sends == [received]
