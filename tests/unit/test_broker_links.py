@@ -169,10 +169,10 @@ def _refusing_url() -> str:
 def test_a_put_is_held_to_the_api_requests_time_a_workers_keeps_its_retries(caplog):
     """In an API request a put ends with the request's time limit (the API answers 503
     in time); a worker's put (no request) has every one of its attempts."""
-    queue = WorkQueue(_refusing_url(), "test-budget", max_retries=4, retry_interval=0.1)
+    queue = WorkQueue(_refusing_url(), "test-budget", max_retries=4, retry_interval=0.4)
     request = Request(node_uuid=str(uuid.uuid4()), event="inspect")
     try:
-        with deadlines.bound(0.15), pytest.raises(ServiceUnavailable):
+        with deadlines.bound(0.2), pytest.raises(ServiceUnavailable):
             queue.put(request)
         in_request = [r for r in caplog.records if "attempt" in r.getMessage()]
         caplog.clear()
@@ -181,5 +181,7 @@ def test_a_put_is_held_to_the_api_requests_time_a_workers_keeps_its_retries(capl
         in_worker = [r for r in caplog.records if "attempt" in r.getMessage()]
     finally:
         queue.close()
-    assert len(in_request) == 1
+    # Within the request's time: no second attempt (on a machine busy enough, the time
+    # may even be over before the first attempt fails and logs).
+    assert len(in_request) <= 1
     assert len(in_worker) == 3
