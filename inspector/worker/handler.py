@@ -27,7 +27,7 @@ from inspector.broker.message import DELETE, EXPIRE, Request
 from inspector.commit import commit
 from inspector.coordination import DLM
 from inspector.machine import (
-    FINAL_STATES,
+    ENTRIES,
     STRICT_EVENTS,
     UNFINISHED,
     Event,
@@ -199,8 +199,7 @@ class Handler:
         except (errors.NodeBusy, errors.Conflict) as exc:
             self._log(request, logging.INFO, "lost a race (%s): later", exc.message)
             return None
-        ended = transition.target in FINAL_STATES and transition.source != transition.target
-        if ended and node.started_at and node.finished_at:
+        if transition.effects.ends and node.started_at and node.finished_at:
             seconds = (node.finished_at - node.started_at).total_seconds()
             self.metrics.introspection_ended(str(transition.target), seconds)
         return node
@@ -334,10 +333,11 @@ class Handler:
     def _refused(
         self, request: Request, event: Event, node: NodeRecord | None, exc: Exception
     ) -> str | None:
-        """The machine refused the event: record it and consume the request, except a
-        ramdisk faster than the automatic `wait` (retried until `wait` lands)."""
-        if event is Event.CONTINUE and node is not None and node.state == State.STARTING:
-            self._log(request, logging.INFO, "ramdisk data before wait: later")
+        """The machine refused the event: record it and consume the request, except one its
+        node's state takes early (a ramdisk faster than `wait`: retried until it lands)."""
+        entry = None if node is None else ENTRIES[State(node.state)]
+        if entry is not None and event in entry.early:
+            self._log(request, logging.INFO, "%s before %s: later", event, entry.follow_up)
             return None
         message = getattr(exc, "message", str(exc))
         self._log(request, logging.WARNING, "refused: %s", message)
