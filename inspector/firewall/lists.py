@@ -1,8 +1,8 @@
 """The firewall's two MAC lists and what fills them between polls: `Merged`, the one
 merge of snapshots with single changes; `MacList` on it; `PollTarget`, what a Poller fills;
 `ListSource`, what hears Ironic's notifications and rules on MACs in neither list; and
-`Feed`, the one subscriber of the firewall channel. Ironic's notification names are
-defined here once.
+`Feed`, the channel's one subscriber for our announcements and Ironic's notifications.
+Ironic's notification names are defined here once.
 
 Must not poll (firewall.sources) nor apply anything (the manager does).
 """
@@ -187,8 +187,9 @@ class Fed(Protocol):
 
 
 class Feed:
-    """The firewall channel's one handler: announcements into the lists, Ironic's
-    notifications to the ListSource, status requests to the manager's answer."""
+    """The firewall channel's one handler of our announcements (into the lists), Ironic's
+    notifications (to the ListSource) and status requests (to the manager's answer); the
+    leader's listing of Ironic's ports has its own (ironic_listing.PortListing.hear)."""
 
     def __init__(self, fed: Fed) -> None:
         self.fed = fed
