@@ -68,6 +68,8 @@ def timed(backend: str) -> Callable[[Callable[_P, _T]], Callable[_P, _T]]:
 
 
 class _Timing:
+    """One timed call: no recorder inside it, its seconds recorded when it ends."""
+
     def __init__(self, backend: str, record: Record) -> None:
         self._backend = backend
         self._record = record
