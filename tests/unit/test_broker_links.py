@@ -122,9 +122,11 @@ def test_a_budget_ends_the_retries_and_bounds_the_connection(broker):
     started = time.monotonic()
     with pytest.raises(ServiceUnavailable):
         pool.run("publish to", lambda link: None, budget=0.5)
-    assert time.monotonic() - started <= 0.5
+    # Without the budget, 1,000 attempts 0.1 s apart; with it, about 0.5 s (a busy
+    # machine's scheduling on top: some slack, far below what the attempts would take).
+    assert time.monotonic() - started <= 0.5 + SOON
     assert all(within is not None and within <= 0.5 for within in broker.opened)
-    assert len(broker.opened) >= 3
+    assert len(broker.opened) >= 2  # retried (about five on an idle machine)
 
 
 def test_a_pooled_link_failing_without_time_left_is_not_retried(broker):
