@@ -76,6 +76,13 @@ class RequestStatus(enum.StrEnum):
 #: Statuses of a request not done yet (its task unfinished, or its follow-up unsent).
 UNFINISHED = frozenset({RequestStatus.APPLIED, RequestStatus.INTERRUPTED, RequestStatus.RAN})
 
+#: Events the API commits itself (an operator's request, a ramdisk's post or its error,
+#: an unknown node's discovery) before it enqueues them for their task; workers and
+#: periodic tasks commit the others (and `error` when a task failed).
+API_EVENTS = frozenset(
+    {Event.INSPECT, Event.ABORT, Event.REAPPLY, Event.CONTINUE, Event.ENROLL, Event.ERROR}
+)
+
 #: Events that must not take effect twice: a second request of one for a node already
 #: past it sends the node to error ("deja vu"); the same request delivered again does
 #: not redo a task that finished (see RequestStatus.RAN).

@@ -10,6 +10,7 @@ import sys
 from inspector.effects import Effects, Writes
 from inspector.machine import (
     ACTIVE_STATES,
+    API_EVENTS,
     ENTRIES,
     STRICT_EVENTS,
     TABLE,
@@ -61,7 +62,10 @@ one, reopens an ended one, ends it, or goes on. A transition from a state into i
 goes to `error` with `timeout` once the periodic task finds that column older than
 `[DEFAULT] timeout` (the introspection's start, or the node's last change: its entry
 into the state). An event in **early** is refused in the state but not rejected: the
-worker retries it until the state's follow-up has moved the node on.
+worker retries it until the state's follow-up has moved the node on. **API commits**
+are the events out of the state that the API applies itself (an operator's request, a
+ramdisk's post), answering its caller with the node already moved; workers (the
+follow-ups) and the periodic tasks apply the others.
 """
 
 
@@ -86,11 +90,20 @@ def _effects(effects: Effects) -> str:
     return "; ".join(part for part in said if part) or "-"
 
 
-def render_entries(entries: dict[State, Entry]) -> str:
+def _api_commits(state: State | None, rows: tuple[Row, ...]) -> str:
+    """The API's events out of `state`, but its own follow-up (a worker applies it)."""
+    automatic = None if state is None else ENTRIES[state].follow_up
+    out = {row.event for row in rows if row.source == state and row.event != automatic}
+    events = sorted(out & API_EVENTS)
+    return ", ".join(event.value for event in events) or "-"
+
+
+def render_entries(entries: dict[State, Entry], rows: tuple[Row, ...] = TABLE) -> str:
     lines = [
         "| state | task | follow-up | run | written | notification | again "
-        "| timeout clock | early |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| timeout clock | early | API commits |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+        f"| (none) | - | - | - | - | - | - | - | - | {_api_commits(None, rows)} |",
     ]
     for state, entry in entries.items():
         entered = entry.entered
@@ -99,7 +112,8 @@ def render_entries(entries: dict[State, Entry]) -> str:
             f"| {state.value} | {_value(entry.task)} | {_value(entry.follow_up)} "
             f"| {entered.run.value} | {_writes(entered.writes) or '-'} "
             f"| {_notification(entered) or '-'} "
-            f"| {_effects(entry.again)} | {_value(entry.times_out)} | {early or '-'} |"
+            f"| {_effects(entry.again)} | {_value(entry.times_out)} | {early or '-'} "
+            f"| {_api_commits(state, rows)} |"
         )
     return "\n".join(lines)
 

@@ -11,6 +11,7 @@ from inspector.effects import Clock, Run, Value, Writes
 from inspector.errors import InvalidTransition
 from inspector.machine import (
     ACTIVE_STATES,
+    API_EVENTS,
     DEJA_VU_REASON,
     ENTRIES,
     FINAL_STATES,
@@ -269,7 +270,8 @@ def test_states_doc_shows_each_states_entry():
     entries = statechart.render_entries(ENTRIES)
     assert entries in statechart.render()
     lines = entries.splitlines()
-    assert len(lines) == 2 + len(State)
+    assert len(lines) == 3 + len(State)  # the header, its rule, (none), the states
+    assert lines[2].startswith("| (none) |") and lines[2].endswith("| enroll, inspect |")
     for state, entry in ENTRIES.items():
         (line,) = [line for line in lines if line.startswith(f"| {state.value} | ")]
         cells = [cell.strip() for cell in line.strip("|").split("|")]
@@ -279,3 +281,16 @@ def test_states_doc_shows_each_states_entry():
         )
         assert cells[5] == (f"`{entry.entered.notifies}`" if entry.entered.notifies else "-")
         assert cells[7] == (entry.times_out.value if entry.times_out else "-")
+
+
+def test_the_api_commits_only_its_events():
+    """The API applies an operator's, a ramdisk's and a discovery's events itself;
+    anything else handed to it is a bug, refused before the table is asked."""
+    from inspector.api import intents  # noqa: PLC0415
+
+    for event in Event:
+        if event in API_EVENTS:
+            continue
+        with pytest.raises(ValueError, match="does not commit"):
+            intents.check(None, "node", None, event)
+    assert {Event.WAIT, Event.FINISH, Event.TIMEOUT, Event.POWER_OFF_FAILED} & API_EVENTS == set()
