@@ -145,6 +145,18 @@ def test_config_check_of_every_role_imports_no_service_library(tmp_path):
     assert not {name for name in modules if name.startswith("inspector.store")}
 
 
+def test_status_on_the_embedded_database_imports_no_service_library(tmp_path):
+    """SQLite read with sqlite3; the in-process queue and DLM are not asked."""
+    config = tmp_path / "inspector.conf"
+    config.write_text(f"[DEFAULT]\nstate_path = {tmp_path}\n")
+    assert main(["db", "upgrade", "--config-file", str(config)]) == 0
+    modules, result = imported("status", "--wait", "0", "--config-file", str(config))
+    assert result.returncode == 2, result.stderr  # the periodic tasks never ran
+    assert "database       ok" in result.stdout
+    assert not tops(modules) & SERVICE_LIBRARIES
+    assert not {name for name in modules if name.startswith("inspector.store")}
+
+
 def imported_by(module: str) -> set[str]:
     """The modules importing `module` imports (nothing runs)."""
     result = subprocess.run(
