@@ -2,20 +2,61 @@
 
 The caller asks the machine where an event takes the node (`Machine.advance`), then
 `commit` compare-and-swaps the node into the target on the version it read, with the
-request's row, in one transaction (`Store.apply`): the columns each target implies
-(times, error) come from `store.transitions.change_for`. A writer that read a stale
-version loses (NodeBusy or Conflict): the worker retries later, the API answers 409.
+request's row, in one transaction (`Store.apply`): what it writes besides the state
+(times, error) is the target's entry in the machine's table (`change_for`). A writer that
+read a stale version loses (NodeBusy or Conflict): the worker retries later, the API
+answers 409.
 """
 
 import logging
+from collections.abc import Mapping
+from datetime import datetime
+from typing import TypeVar
 
 from inspector import request_context
+from inspector.effects import Value
 from inspector.machine import RequestStatus, Transition
-from inspector.store import UNSET, NodeRecord, WorkerStore
-from inspector.store.nodes import Unset
-from inspector.store.transitions import change_for
+from inspector.store import UNSET, Change, NodeRecord, Unset, WorkerStore
 
 LOG = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+def change_for(
+    transition: Transition,
+    node_uuid: str,
+    node: NodeRecord | None,
+    request_id: str,
+    now: datetime,
+    *,
+    status: str,
+    reason: str | None = None,
+    manage_boot: bool | Unset = UNSET,
+) -> Change:
+    """The Change that moves `node` along `transition`, with the columns its target's
+    entry writes (`machine.ENTRIES`): now, cleared, or the error message (`reason`, else
+    the transition's own); the others are kept."""
+    writes = transition.effects.writes
+    moments: dict[Value, datetime | None] = {Value.NOW: now, Value.CLEARED: None}
+    messages = {Value.REASON: reason or transition.reason, Value.CLEARED: None}
+    return Change(
+        node_uuid=node_uuid,
+        expected_version=None if node is None else node.version,
+        request_id=request_id,
+        event=transition.event,
+        source=transition.source,
+        target=transition.target,
+        status=status,
+        manage_boot=manage_boot,
+        started_at=_written(moments, writes.started_at),
+        finished_at=_written(moments, writes.finished_at),
+        error=_written(messages, writes.error),
+    )
+
+
+def _written(values: Mapping[Value, T], value: Value | None) -> T | Unset:
+    """What a column is set to: UNSET (kept) when its entry does not write it."""
+    return UNSET if value is None else values[value]
 
 
 def commit(

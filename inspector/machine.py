@@ -2,6 +2,8 @@
 
 Nothing else in the project decides whether an event may move a node, where to, which
 task runs on the way, and which event follows automatically: each is a column of TABLE.
+What entering a state does (its task and follow-up, the node columns a commit writes,
+the notification, the timeout's clock) is its entry in ENTRIES, whichever row enters it.
 The words the rest of the project uses about transitions (request statuses, the events
 that open an introspection, the states that expect ramdisk data) are defined here too.
 It does no I/O: callers load the state, ask `Machine.advance`, and commit the result.
@@ -14,6 +16,7 @@ from typing import cast
 from automaton import exceptions as automaton_errors
 from automaton import machines
 
+from inspector.effects import NOTHING, Clock, Effects, Value, Writes
 from inspector.errors import InvalidTransition
 
 
@@ -107,25 +110,36 @@ DEJA_VU_REASON = (
 _NONE = "(none)"  # automaton needs a name for "no introspection yet"
 
 
-#: The task and the automatic follow-up event of a transition into each target state.
-#: Rows take them from here, so that every way into a state does the same work.
-_ON_ENTRY: dict[State, tuple[Task | None, Event | None]] = {
-    State.STARTING: (Task.START, Event.WAIT),
-    State.WAITING: (None, None),
-    State.PROCESSING: (Task.PROCESS, Event.FINISH),
-    State.REAPPLYING: (Task.REAPPLY, Event.FINISH),
-    State.ENROLLING: (Task.ENROLL, Event.CONTINUE),
-    State.FINISHED: (Task.END, None),
-    State.ERROR: (Task.END, None),
-}
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Entry:
+    """What entering a state does, whichever row enters it (a field left out: nothing)."""
+
+    task: Task | None = None  # the work a worker does once the transition is committed
+    follow_up: Event | None = None  # the event applied next when the task succeeded
+    entered: Effects = NOTHING  # a commit from another state (or no introspection)
+    again: Effects = NOTHING  # a commit from the state itself (an event repeated)
+    times_out: Clock | None = None  # the column its timeout counts from
+    early: frozenset[Event] = frozenset()  # refused here, retried until follow_up lands
+
+
+class _Entering:
+    """A way into `target`: its task and follow-up are the target's entry's (ENTRIES), so
+    that every way into a state does the same work."""
+
+    target: State
+
+    @property
+    def task(self) -> Task | None:
+        return ENTRIES[self.target].task
+
+    @property
+    def follow_up(self) -> Event | None:
+        return ENTRIES[self.target].follow_up
 
 
 @dataclasses.dataclass(frozen=True)
-class Row:
-    """One transition: `source` None means the node has no introspection record yet.
-
-    `task` is the work a worker does once the transition is committed, `follow_up` the
-    event it applies next when the task succeeded (both from the target state)."""
+class Row(_Entering):
+    """One transition: `source` None means the node has no introspection record yet."""
 
     source: State | None
     event: Event
@@ -133,14 +147,6 @@ class Row:
     origin: str  # "design", or "addition" for what ironic-inspector added / our fixes
     note: str = ""
     reason: str | None = None  # the node's error message when target is ERROR
-
-    @property
-    def task(self) -> Task | None:
-        return _ON_ENTRY[self.target][0]
-
-    @property
-    def follow_up(self) -> Event | None:
-        return _ON_ENTRY[self.target][1]
 
 
 def _error_rows(
@@ -150,6 +156,64 @@ def _error_rows(
 
 
 S, E = State, Event
+NOW, CLEARED, REASON = Value
+
+#: A commit that starts a new run, reopens an ended one, or notes what went wrong after
+#: the end (its final power-off failed: the end kept, the error said).
+_NEW_RUN = Writes(started_at=NOW, finished_at=CLEARED, error=CLEARED)
+_REOPENED = Effects(Writes(finished_at=CLEARED, error=CLEARED))
+_NOTE = Writes(error=REASON)
+#: The notifications' event types.
+START, FINISH, FAIL = (f"inspector.introspection.{end}" for end in ("start", "finish", "error"))
+
+#: What entering each state does, whichever row of TABLE enters it: the task and its
+#: follow-up, the columns a commit writes and the notification it sends (entered from
+#: another state, or again from itself), the timeout's clock, the events taken early.
+ENTRIES: dict[State, Entry] = {
+    S.STARTING: Entry(
+        task=Task.START,
+        follow_up=E.WAIT,
+        entered=Effects(_NEW_RUN, START),
+        again=NOTHING,  # a repeated start is the same introspection, not a new one
+        times_out=Clock.STARTED,
+        early=frozenset({E.CONTINUE}),  # the ramdisk was faster than the automatic `wait`
+    ),
+    S.WAITING: Entry(times_out=Clock.STARTED),
+    S.PROCESSING: Entry(task=Task.PROCESS, follow_up=E.FINISH, times_out=Clock.STARTED),
+    S.REAPPLYING: Entry(
+        task=Task.REAPPLY,
+        follow_up=E.FINISH,
+        entered=_REOPENED,
+        again=_REOPENED,
+        times_out=Clock.ENTERED,
+    ),
+    S.ENROLLING: Entry(
+        task=Task.ENROLL, follow_up=E.CONTINUE, entered=Effects(_NEW_RUN), times_out=Clock.STARTED
+    ),
+    S.FINISHED: Entry(
+        task=Task.END,
+        entered=Effects(Writes(finished_at=NOW, error=CLEARED), FINISH),
+        again=Effects(_NOTE, FINISH),
+    ),
+    S.ERROR: Entry(
+        task=Task.END,
+        entered=Effects(Writes(finished_at=NOW, error=REASON), FAIL),
+        again=Effects(_NOTE, FAIL),
+    ),
+}
+
+#: The states that time out, by the node column their timeout counts from.
+TIMED: dict[Clock, frozenset[State]] = {
+    clock: frozenset(s for s, entry in ENTRIES.items() if entry.times_out is clock)
+    for clock in Clock
+}
+
+
+def effects_of(source: State | str | None, target: State | str) -> Effects:
+    """What a commit from `source` into `target` writes and sends (see ENTRIES)."""
+    entry = ENTRIES[State(target)]
+    return entry.again if source == target else entry.entered
+
 
 #: The whole transition table. The design's rows come first, exactly as written.
 TABLE: tuple[Row, ...] = (
@@ -191,11 +255,11 @@ TABLE: tuple[Row, ...] = (
         "the final power-off failed: its error recorded, still finished",
     ),
 )
-del S, E
+del S, E, NOW, CLEARED, REASON, START, FINISH, FAIL
 
 
 @dataclasses.dataclass(frozen=True)
-class Transition:
+class Transition(_Entering):
     """The answer of the machine: where `event` takes a node in `source`, the task to
     run once it is committed, and the event that follows when the task succeeded."""
 
@@ -203,12 +267,15 @@ class Transition:
     event: Event
     target: State
     reason: str | None
-    task: Task | None = None
-    follow_up: Event | None = None
 
     @property
     def is_strict(self) -> bool:
         return self.event in STRICT_EVENTS
+
+    @property
+    def effects(self) -> Effects:
+        """What committing it writes and sends."""
+        return effects_of(self.source, self.target)
 
 
 class Machine:
@@ -241,19 +308,16 @@ class Machine:
             where = "a node with no introspection" if state is None else f"state {state}"
             raise InvalidTransition(f"event {event} is not allowed in {where}") from exc
         target = State(cast(str, fsm.current_state))  # set: it just processed an event
-        return self._transition(self._rows[(state, Event(event))], target)
+        row = self._rows[(state, Event(event))]
+        return Transition(row.source, row.event, target, row.reason)
 
     def resume(self, source: State | None, event: Event, target: State) -> Transition:
         """The transition a committed request made (from its request row): its task runs
         again when its worker died before finishing it."""
         row = self._rows.get((source, event))
         if row is None or row.target is not target:  # a row of an older table
-            return Transition(source, event, target, None, *_ON_ENTRY[target])
-        return self._transition(row, target)
-
-    @staticmethod
-    def _transition(row: Row, target: State) -> Transition:
-        return Transition(row.source, row.event, target, row.reason, row.task, row.follow_up)
+            return Transition(source, event, target, None)
+        return Transition(row.source, row.event, target, row.reason)
 
     def rows(self) -> tuple[Row, ...]:
         return tuple(self._rows.values())

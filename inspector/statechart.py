@@ -1,4 +1,5 @@
-"""Renders the state machine's table as docs/states.md (a table and a Mermaid diagram).
+"""Renders the state machine's tables as docs/states.md (each state's entry effects, the
+transitions, and a Mermaid diagram).
 
 Generated documentation only; it decides nothing. `python -m inspector.statechart`.
 """
@@ -6,10 +7,13 @@ Generated documentation only; it decides nothing. `python -m inspector.statechar
 import enum
 import sys
 
+from inspector.effects import Effects, Writes
 from inspector.machine import (
     ACTIVE_STATES,
+    ENTRIES,
     STRICT_EVENTS,
     TABLE,
+    Entry,
     Row,
     State,
 )
@@ -44,6 +48,20 @@ Rows marked *design* are the original HA design's table, exactly; rows marked
   refused the power-on or never finished it within `[ironic] power_confirm_timeout`;
   a final power-off that failed is recorded with `power-off-failed`, the introspection
   staying `finished` ([operations](operations.md#power-actions-confirmed)).
+
+## Entering a state
+
+What entering a state does is the same whichever transition enters it. Besides the
+state and the version, a commit into a state writes the node's columns in **written**
+(`now`: the commit's time; `cleared`: emptied; `reason`: the error message) and, when
+notifications are on, writes the notification of the event type in **notification** in
+the same transaction. **run** says what that does to the introspection: it starts a new
+one, reopens an ended one, ends it, or goes on. A transition from a state into itself
+(a repeated event) does what **again** says instead. A state with a **timeout clock**
+goes to `error` with `timeout` once the periodic task finds that column older than
+`[DEFAULT] timeout` (the introspection's start, or the node's last change: its entry
+into the state). An event in **early** is refused in the state but not rejected: the
+worker retries it until the state's follow-up has moved the node on.
 """
 
 
@@ -53,6 +71,37 @@ def _name(state: State | None) -> str:
 
 def _value(member: enum.Enum | None) -> str:
     return "-" if member is None else member.value
+
+
+def _writes(writes: Writes) -> str:
+    return ", ".join(f"{column}: {value}" for column, value in writes.columns().items())
+
+
+def _notification(effects: Effects) -> str:
+    return "" if effects.notifies is None else f"`{effects.notifies}`"
+
+
+def _effects(effects: Effects) -> str:
+    said = (_writes(effects.writes), _notification(effects))
+    return "; ".join(part for part in said if part) or "-"
+
+
+def render_entries(entries: dict[State, Entry]) -> str:
+    lines = [
+        "| state | task | follow-up | run | written | notification | again "
+        "| timeout clock | early |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for state, entry in entries.items():
+        entered = entry.entered
+        early = ", ".join(event.value for event in sorted(entry.early))
+        lines.append(
+            f"| {state.value} | {_value(entry.task)} | {_value(entry.follow_up)} "
+            f"| {entered.run.value} | {_writes(entered.writes) or '-'} "
+            f"| {_notification(entered) or '-'} "
+            f"| {_effects(entry.again)} | {_value(entry.times_out)} | {early or '-'} |"
+        )
+    return "\n".join(lines)
 
 
 def render_table(rows: tuple[Row, ...]) -> str:
@@ -86,7 +135,7 @@ def render(rows: tuple[Row, ...] = TABLE) -> str:
         active=", ".join(f"`{s.value}`" for s in sorted(ACTIVE_STATES)),
     )
     return (
-        f"{header}\n## Transitions\n\n{render_table(rows)}\n\n"
+        f"{header}\n{render_entries(ENTRIES)}\n\n## Transitions\n\n{render_table(rows)}\n\n"
         f"## Diagram\n\n{render_diagram(rows)}\n"
     )
 

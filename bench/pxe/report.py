@@ -110,6 +110,8 @@ def markdown(results: dict, image: str) -> str:
     lines += ["", f"![PXE filter latency and reconcile cost]({image})"]
     if results.get("command"):
         lines += ["", "```", results["command"], "```"]
+    if results.get("also"):
+        lines += ["", results["also"]]
     if results.get("left_undone"):
         lines += ["", f"**Not measured in this run**: {results['left_undone']}"]
     lines += ["", f"### Latency over {results.get('latency_nodes', '?')} nodes (seconds)", ""]
@@ -208,7 +210,7 @@ def markdown(results: dict, image: str) -> str:
 def plot(results: dict, path: pathlib.Path) -> None:
     """Left: each node's latency (allowed, denied) per run and filter; right: CPU per
     reconcile at each size."""
-    figure = Figure(figsize=(12, 5))
+    figure = Figure(figsize=(14, 5))
     FigureCanvasAgg(figure)
     left, right = figure.subplots(1, 2, gridspec_kw={"width_ratios": [2, 1]})
     labels, position = [], 0

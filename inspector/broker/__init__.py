@@ -1,8 +1,8 @@
 """Messaging: the at-least-once work queue (kombu) and the request format it carries.
 
 `Publisher` and `Queue` are what the rest of the service may use of the work queue:
-`queue.WorkQueue` implements both, the worker's timed view `Queue`, the tests'
-recording queues `Publisher`; each delivery `Queue.get` returns is a `Delivery`.
+`queue.WorkQueue` implements both, the tests' recording queues `Publisher`; each
+delivery `Queue.get` returns is a `Delivery`.
 """
 
 from typing import Protocol

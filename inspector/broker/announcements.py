@@ -21,10 +21,6 @@ INTROSPECTION_ENDED = "inspector.introspection.end"
 #: A port was added to or removed from Ironic: {"uuid", "address"} (blacklist).
 PORT_ADDED = "inspector.port.add"
 PORT_REMOVED = "inspector.port.remove"
-#: Ironic's own versioned notifications ([DEFAULT] notification_level = info), whose
-#: payload holds the port under "ironic_object.data".
-IRONIC_PORT_ADDED = ("baremetal.port.create.end", "baremetal.port.update.end")
-IRONIC_PORT_REMOVED = ("baremetal.port.delete.end",)
 #: The firewall leader's view of every Ironic port after each listing, for the other PXE
 #: hosts: {"ports": {port UUID: [node UUID, MAC]}, "listed_at": epoch seconds,
 #: "full_at": epoch seconds of its last full listing or null, "since": where its next

@@ -27,8 +27,6 @@ from oslo_config import cfg
 from inspector.broker.announcements import (
     INTROSPECTION_ENDED,
     INTROSPECTION_STARTED,
-    IRONIC_PORT_ADDED,
-    IRONIC_PORT_REMOVED,
     PORT_ADDED,
     PORT_REMOVED,
     STATUS,
@@ -48,8 +46,6 @@ if TYPE_CHECKING:  # imported at run time only by a process with a broker channe
 __all__ = [
     "INTROSPECTION_ENDED",
     "INTROSPECTION_STARTED",
-    "IRONIC_PORT_ADDED",
-    "IRONIC_PORT_REMOVED",
     "PORT_ADDED",
     "PORT_REMOVED",
     "STATUS",

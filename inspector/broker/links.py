@@ -1,14 +1,18 @@
 """The Links of one queue and its lanes: one Link per thread, opened lazily, and the
 policy that retries an operation on them (reconnect at once after a restart, back off
-after other failures, give up after the attempts or the time allowed).
+after other failures, give up after the attempts or the time allowed). Each operation
+and each settling is one call to the queue for inspector.backend_time, except the wait
+for a delivery.
 """
 
+import contextlib
 import logging
 import threading
 import time
 from collections.abc import Callable
 from typing import TypeVar
 
+from inspector import backend_time
 from inspector.broker import transports
 from inspector.broker.link import Link
 from inspector.broker.tls import DEFAULT_TLS, Tls
@@ -65,14 +69,26 @@ class Links:
     def __str__(self) -> str:
         return f"{self.transport.name} queue {self.queue_name} at {transports.redact(self.url)}"
 
-    def run(self, action: str, operation: Callable[[Link], T], *, budget: float | None = None) -> T:
+    def run(
+        self,
+        action: str,
+        operation: Callable[[Link], T],
+        *,
+        budget: float | None = None,
+        waits: bool = False,
+    ) -> T:
         """`operation` on this thread's link, reconnecting after connection errors.
 
         A pooled link that turns out dead (the broker restarted since it was last used)
         is replaced at once, not after `retry_interval`: only failures of a new
         connection count as attempts. With `budget`, the whole call, its reads, writes
-        and reconnections included, fails within about that many seconds.
+        and reconnections included, fails within about that many seconds. `waits`: it
+        waits for a message (idle time, not timed as a call to the queue).
         """
+        with contextlib.nullcontext() if waits else backend_time.timing(backend_time.QUEUE):
+            return self._retried(action, operation, budget)
+
+    def _retried(self, action: str, operation: Callable[[Link], T], budget: float | None) -> T:
         deadline = None if budget is None else time.monotonic() + budget
         failures = 0
         while True:
@@ -114,6 +130,7 @@ class Links:
         if self._shutdown.wait(self._retry_interval):
             raise self.unavailable(action, "shutting down") from exc
 
+    @backend_time.timed(backend_time.QUEUE)
     def settle(self, link: Link, settle: Callable[[], object]) -> None:
         """Ack or requeue on the link that received the message: it cannot be retried."""
         if link.is_closed:

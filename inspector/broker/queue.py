@@ -124,7 +124,7 @@ class WorkQueue:
             try:
                 self._links.maintain()
                 link, message = self._links.run(
-                    "get from", functools.partial(_receive, timeout=poll, lanes=lanes)
+                    "get from", functools.partial(_receive, timeout=poll, lanes=lanes), waits=True
                 )
             except ServiceUnavailable:
                 if self._shutdown.is_set():

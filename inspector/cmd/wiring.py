@@ -18,8 +18,7 @@ from oslo_config import cfg
 from inspector import coordination
 from inspector.broker import channels
 from inspector.coordination.election import Election
-from inspector.errors import ConfigError
-from inspector.firewall import demand, drivers, ironic_source, manager, sources, takeover
+from inspector.firewall import choice, demand, drivers, manager, takeover
 from inspector.ironic import IronicClient
 from inspector.lifecycle import Lifecycle, Outages, RetryPolicy
 from inspector.systemd import Notifier
@@ -106,7 +105,7 @@ def start_firewall(
     lifecycle: Lifecycle,
     meanwhile: Callable[[], None] | None = None,
 ) -> None:
-    """The firewall's sources (polls and channel), its thread, then its election. The
+    """The firewall's source (firewall.choice) and channel, its thread, its election. The
     noop driver polls nothing (nothing would use what the polls read, above all a listing
     of every Ironic port each period) and does not run for the leadership (a noop leader
     would keep every real host's PXE service closed); it answers status requests. A real
@@ -114,31 +113,10 @@ def start_firewall(
     and, if the first to, waits until the announcers have read it before its election.
     `meanwhile` runs before that wait: what else the process starts (a worker's pool
     takes work during it)."""
-    group = conf.firewall
     polls = firewall.driver.name != "noop"
-    from_ironic = conf.pxe_filter.whitelist_source == "ironic"
-    if polls and from_ironic and ironic is None:
-        raise ConfigError("[pxe_filter] whitelist_source = ironic needs Ironic ([ironic])")
-    if polls and not from_ironic and db is None:
-        raise ConfigError("[pxe_filter] whitelist_source = inspector needs the [database]")
-    if polls and ironic is not None and from_ironic:  # both lists from Ironic
-        ironic_source.attach(firewall, ironic, conf, channel, outages=budget, service="Ironic")
-    elif polls and db is not None:
-        firewall.watch(
-            firewall.whitelist,
-            sources.introspected_macs(db),
-            group.whitelist_sync_period,
-            outages=budget,
-            service="database",
-        )
-        if ironic is not None:
-            firewall.watch(
-                firewall.blacklist,
-                sources.ironic_ports(ironic),
-                group.blacklist_sync_period,
-                outages=budget,
-                service="Ironic",
-            )
+    if polls:
+        attach = choice.SOURCES[conf.pxe_filter.whitelist_source]
+        attach(conf, firewall, choice.Backends(db, ironic, channel, budget))
     wait = 0.0
     if channel is not None:
         firewall.listen(channel)

@@ -23,7 +23,6 @@ from inspector.periodic import runner
 from inspector.periodic.tasks import CleanUp
 from inspector.services import Backends
 from inspector.store import Store
-from inspector.worker import timing
 from inspector.worker.faults import Faults
 from inspector.worker.handler import Handler
 from inspector.worker.metrics import NoMetrics, WorkerMetrics
@@ -73,12 +72,8 @@ def request_pool(
 ) -> Pool:
     """The pool of request threads (not started) and what they use: the handler, the
     tasks (none without `ironic`), the reboot throttle, the firewalls' announcer."""
-    # What the request threads use: timed per backend when metrics are served.
-    record = metrics.backend_time if isinstance(metrics, WorkerMetrics) else None
-    t_db, t_coordinator, t_queue, t_ironic = timing.timed(
-        record, backends.store, coordinator, backends.queue, ironic
-    )
-    throttle = RebootThrottle(t_coordinator, t_db, lifecycle, conf.worker.reboot_throttle)
+    db = backends.store
+    throttle = RebootThrottle(coordinator, db, lifecycle, conf.worker.reboot_throttle)
     announcer = (
         None
         if channel is None
@@ -86,17 +81,19 @@ def request_pool(
     )
     tasks = (
         NoTasks()
-        if t_ironic is None
-        else Tasks(t_db, t_ironic, conf, throttle=throttle, announcer=announcer, metrics=metrics)
+        if ironic is None
+        else Tasks(db, ironic, conf, throttle=throttle, announcer=announcer, metrics=metrics)
     )
-    handler = Handler(t_db, t_coordinator, t_queue, tasks, faults=faults, metrics=metrics)
+    handler = Handler(db, coordinator, backends.queue, tasks, faults=faults, metrics=metrics)
     return Pool(
-        t_queue,
+        backends.queue,
         handler,
         lifecycle,
         size=conf.worker.pool_size,
         get_timeout=conf.worker.get_timeout,
         outages=budget,
+        # The request threads' time in each backend, when metrics are served.
+        record=metrics.backend_time if isinstance(metrics, WorkerMetrics) else None,
     )
 
 

@@ -50,7 +50,7 @@ OPTS = [
     ),
     cfg.FloatOpt(
         "inspection_poll_max_share",
-        default=0.05,
+        default=0.02,
         min=0.0,
         max=1.0,
         help="Largest share of one of Ironic's cores the leader's polls every "

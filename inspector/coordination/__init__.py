@@ -4,7 +4,7 @@
 redis://, etcd3+http://, zookeeper://, memcached:// (one host), file://; an in-process
 table of locks for memory://. Other tooz schemes are refused (ConfigError; see
 backends.unsupported). `DLM` is what the rest of the service may use of one: the
-Coordinator drivers, the worker's timed view and the tests' fakes implement it.
+Coordinator drivers and the tests' fakes implement it.
 """
 
 import contextlib

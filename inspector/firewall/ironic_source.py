@@ -4,9 +4,9 @@ listings through Ironic's REST API (the nodes' reconcile, the ports' listing) an
 Ironic's notifications; and whether MACs Ironic does not know are answered, as
 ironic-pxe-filter decides it.
 
-Owns that view of Ironic and its merging into the two MacLists (whitelist: node UUID ->
-the MACs of its ports while it is under inspection; blacklist: port UUID -> its MAC, every
-port); must not apply anything (the manager does).
+Owns that view of Ironic (a ListSource) and its merging into the two MacLists
+(whitelist: node UUID -> the MACs of its ports while it is under inspection; blacklist:
+port UUID -> its MAC, every port); must not apply anything (the manager does).
 """
 
 import collections
@@ -25,8 +25,16 @@ from inspector.firewall.ironic_listing import (
     Snapshot,
     reconcile,
 )
+from inspector.firewall.lists import (
+    IRONIC_EVENTS,
+    NODE_DELETED,
+    PORT_CHANGED,
+    PORT_DELETED,
+    PROVISION_SET,
+    MacList,
+    Merged,
+)
 from inspector.firewall.observer import Observer, moment
-from inspector.firewall.sources import MacList
 from inspector.ironic import IronicClient
 
 if TYPE_CHECKING:
@@ -34,50 +42,11 @@ if TYPE_CHECKING:
 
 LOG = logging.getLogger(__name__)
 
-#: Prefix of Ironic's notifications of a provision state change (start, end, success,
-#: error): each carries the node as it is then.
-PROVISION_SET = "baremetal.node.provision_set."
-#: A node deleted: Ironic deletes its ports without a notification of their own.
-NODE_DELETED = ("baremetal.node.delete.end",)
-PORT_CHANGED = ("baremetal.port.create.end", "baremetal.port.update.end")
-PORT_DELETED = ("baremetal.port.delete.end",)
-#: Prefix of every Ironic notification: any one says that Ironic's notifications flow.
-IRONIC_EVENTS = "baremetal."
-
-
-class _Merged:
-    """key -> value from snapshots and from single changes; a change heard after a
-    snapshot's poll began wins over that snapshot (as MacList does for its owners)."""
-
-    def __init__(self) -> None:
-        self.values: dict[str, Any] = {}
-        # key -> (when it was heard, its value or None when gone)
-        self._heard: dict[str, tuple[float, Any]] = {}
-
-    def put(self, key: str, value: Any, at: float) -> Any:
-        """Heard: key has value now (None: gone); returns the value it had."""
-        self._heard[key] = (at, value)
-        if value is None:
-            return self.values.pop(key, None)
-        old, self.values[key] = self.values.get(key), value
-        return old
-
-    def replace(self, snapshot: Mapping[str, Any], started: float) -> None:
-        values = dict(snapshot)
-        for key, (at, value) in list(self._heard.items()):
-            if at < started:
-                del self._heard[key]
-            elif value is None:
-                values.pop(key, None)
-            else:
-                values[key] = value
-        self.values = values
-
 
 class IronicInspections:
-    """Ironic's nodes under inspection and its ports, kept from reconciles (a Poller's
-    target: `name`, `clock`, `replace`) and notifications (called as a channel handler),
-    pushed into the firewall's whitelist and blacklist."""
+    """Ironic's nodes under inspection and its ports, kept from reconciles (a
+    PollTarget) and notifications (the firewall's ListSource: `hear`), pushed into the
+    firewall's whitelist and blacklist; it rules on unknown MACs (`allows_unknown`)."""
 
     name = "Ironic inspections"
 
@@ -102,8 +71,8 @@ class IronicInspections:
         self.cadence = cadence or Cadence(0, 0, 1, listening=False)
         self.observer = observer or Observer()
         self._guard = threading.Lock()
-        self._nodes = _Merged()  # node UUID -> True while under inspection
-        self._ports = _Merged()  # port UUID -> (node UUID, MAC)
+        self._nodes: Merged[bool] = Merged()  # node UUID -> True while under inspection
+        self._ports: Merged[tuple[str, str]] = Merged()  # port UUID -> (node UUID, MAC)
         #: Whether a listing of every port has replaced the ports (notifications alone
         #: do not tell which MACs Ironic knows).
         self.has_ports = False
@@ -178,15 +147,16 @@ class IronicInspections:
 
     # -- notifications ----------------------------------------------------------------------
 
-    def __call__(self, event_type: str, payload: dict) -> None:
-        """A notification heard on the channel (Ironic's versioned notifications, whose
-        payload holds the object under "ironic_object.data"); others are ignored."""
+    def hear(self, event_type: str, payload: dict) -> bool:
+        """An Ironic notification heard on the channel (versioned: the payload holds the
+        object under "ironic_object.data"); True when the lists or the unknown MACs' fate
+        changed (the caller wakes the firewall)."""
         if event_type.startswith(IRONIC_EVENTS):
             self.cadence.heard()
             self.observer.notification()
         data = payload.get("ironic_object.data") or {}
         if not isinstance(data, dict) or not data.get("uuid"):
-            return
+            return False
         with self._guard:
             allowed = self.allows_unknown()
             if event_type.startswith(PROVISION_SET):
@@ -198,7 +168,7 @@ class IronicInspections:
             elif event_type in PORT_CHANGED + PORT_DELETED:
                 changed = self._port(data, deleted=event_type in PORT_DELETED)
             else:
-                return
+                return False
             changed = changed or allowed != self.allows_unknown()
         if changed:
             LOG.info(
@@ -207,7 +177,7 @@ class IronicInspections:
                 data["uuid"],
                 data.get("provision_state") or data.get("address") or "",
             )
-            self.on_change()
+        return changed
 
     def _node_state(self, node: dict) -> bool:
         uuid = node["uuid"]
@@ -260,8 +230,8 @@ def attach(
     flow), and shared on `channel` with the followers, which list by themselves only
     when it stops reaching them (a new leader opens with ports no older than one period
     and a full listing no older than full_port_listing_period, or lists first);
-    Ironic's notifications from `channel` (not yet started); unknown MACs as
-    ironic-pxe-filter. `watch` goes to firewall.watch."""
+    Ironic's notifications through the firewall's Feed (firewall.listen);
+    unknown MACs as ironic-pxe-filter. `watch` goes to firewall.watch."""
     cadence = Cadence.from_conf(
         conf, listening=channel is not None and bool(conf.firewall.ironic_topic)
     )
@@ -274,7 +244,7 @@ def attach(
         cadence=cadence,
         observer=observer,
     )
-    firewall.allow_unknown = view.allows_unknown
+    firewall.fill_from(view)
     outages = watch.get("outages")
     ports = PortListing(
         view,
@@ -298,6 +268,5 @@ def attach(
         **watch,
     )
     if channel is not None:
-        channel.subscribe(view)
         channel.subscribe(ports.hear)
     return view

@@ -22,10 +22,11 @@ from inspector.coordination.election import Leadership
 from inspector.errors import FirewallError, InspectorError
 from inspector.firewall import demand, takeover
 from inspector.firewall.drivers import Driver
+from inspector.firewall.lists import Feed, ListSource, MacList, PollTarget, PortEvents
 from inspector.firewall.observer import Observer
 from inspector.firewall.reporting import Reporting
 from inspector.firewall.ruleset import RuleSet
-from inspector.firewall.sources import Feed, Fetched, MacList, Poller, PollTarget
+from inspector.firewall.sources import Fetched, Poller
 from inspector.lifecycle import Lifecycle, Outages
 from inspector.systemd import Notifier
 
@@ -65,8 +66,6 @@ class FirewallManager(Reporting):
         self.driver = driver
         self.lifecycle = lifecycle
         self.deny_unknown = deny_unknown
-        #: Whether MACs in neither list are answered while open (unless deny_unknown).
-        self.allow_unknown: Callable[[], bool] = lambda: True
         self.host, self.member, self.lease_seconds = host, member, lease_seconds
         #: Seconds between two looks at the leadership (refreshes open_until).
         self.refresh = refresh
@@ -80,8 +79,8 @@ class FirewallManager(Reporting):
         self.takeover_delay, self._clock = takeover_delay, clock
         self._cannot_close = False  # the last close failed: the loop makes no progress
         self.observer = Observer()  # told of each rule set applied (the lag)
-        self.whitelist = MacList("whitelist")
-        self.blacklist = MacList("blacklist")
+        self.whitelist, self.blacklist = MacList("whitelist"), MacList("blacklist")
+        self.source: ListSource = PortEvents(self.blacklist)  # fill_from
         self.channel: channels.Channel | None = None
         #: Started every `_stamp_period` seconds by the firewall thread (firewall.demand).
         self._stamp: demand.Aside | None = None
@@ -122,10 +121,9 @@ class FirewallManager(Reporting):
         service: str = "",
     ) -> None:
         """Poll `fetch` into `target` every `period` seconds (0: never); the whitelist
-        only while this process leads. A source the leader needs before it opens (Ironic's
-        nodes under inspection) gives `leader_period`, its period while leading (or a
-        callable saying it, looked at every second), and is polled at each election (even
-        with both periods 0). `service` names the backend for `outages`."""
+        only while this process leads. What the leader needs before it opens (Ironic's
+        nodes under inspection) gives `leader_period` (or a callable saying it, looked at
+        every second) and is polled at each election, even with both periods 0."""
         if period <= 0 and leader_period is None:
             return
         every: float | Callable[[], float] = period
@@ -147,12 +145,14 @@ class FirewallManager(Reporting):
         if leader_only or leader_period is not None:
             self._whitelist_poller = poller
 
+    def fill_from(self, source: ListSource) -> None:
+        """`source` hears Ironic's notifications and rules on MACs in neither list."""
+        self.source = source
+
     def listen(self, channel: channels.Channel) -> None:
-        """Take list changes and status requests from `channel` (started by start())."""
+        """Take the lists' changes and status requests from `channel` (start() starts it)."""
         self.channel = channel
-        channel.subscribe(
-            Feed(self.whitelist, self.blacklist, on_change=self.wake, on_status_request=self.answer)
-        )
+        channel.subscribe(Feed(self))
 
     def stamp_every(self, stamp: Callable[[], object], period: float) -> None:
         """Call `stamp` every `period` seconds on a thread of its own, leader or not
@@ -204,7 +204,7 @@ class FirewallManager(Reporting):
             self.whitelist.macs(),
             blacklist,
             open=True,
-            deny_unknown=self.deny_unknown or not self.allow_unknown(),
+            deny_unknown=self.deny_unknown or not self.source.allows_unknown(),
             open_until=takeover.open_until(self.driver, leadership),
         )
 

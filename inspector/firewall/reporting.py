@@ -7,9 +7,9 @@ import threading
 from inspector.broker import channels
 from inspector.coordination.election import Leadership
 from inspector.firewall.drivers import Driver
+from inspector.firewall.lists import MacList
 from inspector.firewall.observer import Observer
 from inspector.firewall.ruleset import RuleSet
-from inspector.firewall.sources import MacList
 from inspector.firewall.status import Status
 from inspector.lifecycle import Lifecycle
 

@@ -1,22 +1,23 @@
-"""Where the firewall's lists come from: whole snapshots polled from Ironic (ports) and
-from the store (nodes under introspection), and single changes heard on the channel.
+"""The polls behind the firewall's lists: whole snapshots fetched from Ironic (every
+port) and from the store (the nodes under introspection), and the Poller that puts each
+into its PollTarget (firewall.lists) on a thread of its own.
 
-Owns merging the two into one MacList each; must not apply anything (the manager does).
+Owns when and how a source is polled; must not merge (firewall.lists) nor apply anything
+(the manager does).
 """
 
 import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Generic, TypeVar
 
-from inspector.broker import channels
 from inspector.errors import InspectorError, ServiceUnavailable
+from inspector.firewall.lists import PollTarget
 from inspector.ironic import IronicClient
 from inspector.lifecycle import Lifecycle, Outages
 from inspector.machine import ACTIVE_STATES
-from inspector.macs import normalise_mac
 
 if TYPE_CHECKING:  # the store imports SQLAlchemy, which a PXE filter never does
     from inspector.store import Store
@@ -30,81 +31,6 @@ IRONIC_PAGE = 1000
 #: Seconds between two looks at a period that may change (a source of both lists polls
 #: more often while its process leads).
 PERIOD_STEP = 1.0
-
-
-def _normal(macs: Iterable[str], owner: str) -> frozenset[str]:
-    result = set()
-    for mac in macs:
-        try:
-            result.add(normalise_mac(mac))
-        except ValueError as exc:
-            LOG.warning("Ignoring a MAC of %s: %s", owner, exc)
-    return frozenset(result)
-
-
-class MacList:
-    """MACs by owner (a node UUID for the whitelist, a port UUID for the blacklist).
-
-    A snapshot replaces everything, except owners the channel changed after the
-    snapshot's poll began: a poll that started before a port was announced must not
-    take the port away again.
-    """
-
-    def __init__(self, name: str, *, clock: Callable[[], float] = time.monotonic) -> None:
-        self.name = name
-        self.clock = clock
-        self._guard = threading.Lock()
-        self._owners: dict[str, frozenset[str]] = {}
-        # owner -> (when the channel changed it, its MACs or None when removed)
-        self._heard: dict[str, tuple[float, frozenset[str] | None]] = {}
-        self._macs: frozenset[str] = frozenset()
-        #: Wall-clock time of the last complete poll; None: never polled.
-        self.synced_at: float | None = None
-        #: Wall-clock time of the last change heard on the channel.
-        self.heard_at: float | None = None
-
-    def macs(self) -> frozenset[str]:
-        return self._macs
-
-    def set(self, owner: str, macs: Iterable[str]) -> bool:
-        """The channel says owner has macs now; True when the list changed."""
-        return self._hear(owner, _normal(macs, owner))
-
-    def drop(self, owner: str) -> bool:
-        """The channel says owner is gone; True when the list changed."""
-        return self._hear(owner, None)
-
-    def _hear(self, owner: str, macs: frozenset[str] | None) -> bool:
-        with self._guard:
-            self._heard[owner] = (self.clock(), macs)
-            self.heard_at = time.time()
-            if macs:
-                self._owners[owner] = macs
-            else:
-                self._owners.pop(owner, None)
-            return self._update()
-
-    def replace(self, snapshot: Mapping[str, Iterable[str]], started: float) -> bool:
-        """A poll that began at `started` (this list's clock) found `snapshot`."""
-        owners = {owner: _normal(macs, owner) for owner, macs in snapshot.items()}
-        with self._guard:
-            for owner, (at, macs) in list(self._heard.items()):
-                if at < started:
-                    del self._heard[owner]  # the snapshot is newer
-                elif macs:
-                    owners[owner] = macs
-                else:
-                    owners.pop(owner, None)
-            self._owners = {owner: macs for owner, macs in owners.items() if macs}
-            self.synced_at = time.time()
-            return self._update()
-
-    def _update(self) -> bool:
-        macs = frozenset().union(*self._owners.values())
-        changed, self._macs = macs != self._macs, macs
-        if changed:
-            LOG.debug("%s: %d MACs", self.name, len(macs))
-        return changed
 
 
 def ironic_ports(ironic: IronicClient) -> Callable[[], dict[str, list[str]]]:
@@ -135,20 +61,6 @@ def introspected_macs(store: "Store") -> Callable[[], dict[str, list[str]]]:
 
 #: What one poll fetches for its target.
 Fetched = TypeVar("Fetched")
-Taken_contra = TypeVar("Taken_contra", contravariant=True)
-
-
-class PollTarget(Protocol[Taken_contra]):
-    """Where a Poller puts what it fetched: a MacList, or a view of Ironic's (the nodes
-    under inspection, every port)."""
-
-    name: str
-
-    def clock(self) -> float: ...
-
-    def replace(self, snapshot: Taken_contra, started: float) -> bool:
-        """Take `snapshot`, fetched from `started` on; whether the lists changed."""
-        ...
 
 
 class Poller(Generic[Fetched]):
@@ -243,42 +155,3 @@ class Poller(Generic[Fetched]):
         """No more polls; one in flight finishes on its own (a daemon thread)."""
         self._halt.set()
         self._now.set()
-
-
-class Feed:
-    """The channel's handler: announcements into the lists; status requests to `ask`."""
-
-    def __init__(
-        self,
-        whitelist: MacList,
-        blacklist: MacList,
-        *,
-        on_change: Callable[[], None],
-        on_status_request: Callable[[str], None] = lambda request_id: None,
-    ) -> None:
-        self.whitelist = whitelist
-        self.blacklist = blacklist
-        self.on_change = on_change
-        self.on_status_request = on_status_request
-
-    def __call__(self, event_type: str, payload: dict) -> None:
-        changed = False
-        if event_type == channels.INTROSPECTION_STARTED:
-            changed = self.whitelist.set(payload["node_uuid"], payload.get("macs") or [])
-        elif event_type == channels.INTROSPECTION_ENDED:
-            changed = self.whitelist.drop(payload["node_uuid"])
-        elif event_type == channels.PORT_ADDED:
-            changed = self.blacklist.set(payload["uuid"], [payload["address"]])
-        elif event_type == channels.PORT_REMOVED:
-            changed = self.blacklist.drop(payload["uuid"])
-        elif event_type in channels.IRONIC_PORT_ADDED + channels.IRONIC_PORT_REMOVED:
-            port = payload.get("ironic_object.data") or {}
-            if event_type in channels.IRONIC_PORT_ADDED:
-                changed = self.blacklist.set(port["uuid"], [port["address"]])
-            else:
-                changed = self.blacklist.drop(port["uuid"])
-        elif event_type == channels.STATUS_REQUEST:
-            self.on_status_request(str(payload.get("request_id", "")))
-        if changed:
-            LOG.info("Firewall lists changed by %s", event_type)
-            self.on_change()

@@ -3,8 +3,7 @@
 Owns the connection to Ironic, its retry policy and the mapping of its failures to our
 errors; no keystoneauth or transport exception leaves this package. It decides nothing
 about inspection itself. `IronicClient` is what the rest of the service may call:
-`Ironic`, the `LazyIronic` a process holds, the worker's timed view and the tests' fake
-all implement it.
+`Ironic`, the `LazyIronic` a process holds and the tests' fake all implement it.
 """
 
 from collections.abc import Iterator, Sequence

@@ -8,7 +8,7 @@ spent on a node Ironic kept locked are Conflict (the node's matter), on anything
 ServiceUnavailable (Ironic's).
 Each method makes one request per attempt (listings one per page), and nothing waits
 for Ironic to reach a state. Requests go as plain REST (inspector.ironic.rest) on our
-connection (inspector.ironic.connection).
+connection (inspector.ironic.connection); each, retries included, is timed as one call.
 """
 
 import contextlib
@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from oslo_config import cfg
 
-from inspector import deadlines
+from inspector import backend_time, deadlines
 from inspector.conf.ironic import GROUP
 from inspector.errors import Conflict, NotFound, ServiceUnavailable
 from inspector.ironic import changes, failures, rest
@@ -252,6 +252,7 @@ class Ironic:
 
     # ------------------------------------------------------------ machinery
 
+    @backend_time.timed(backend_time.IRONIC)  # one call, the waits between attempts included
     def _call(self, what: str, request: Callable[[rest.Sender], T]) -> T:
         """request(the connection), retried per our policy; only InspectorErrors escape."""
         attempt = locked = 0

@@ -1,7 +1,6 @@
 """Forwarding: an IronicClient that hands each call to one method, `_run`, which chooses
 the client that answers and what happens around the call (built on first use in
-`LazyIronic`, timed in the worker's metrics). Each method is written out: nothing is
-looked up by name."""
+`LazyIronic`). Each method is written out: nothing is looked up by name."""
 
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime

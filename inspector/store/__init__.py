@@ -6,7 +6,7 @@ Nothing outside this package sees SQLAlchemy, but the ironic-inspector importer
 
 from inspector.store.access import utcnow
 from inspector.store.engine import create_engine, database_url, default_url
-from inspector.store.nodes import UNSET, NodeRecord
+from inspector.store.nodes import UNSET, NodeRecord, Unset
 from inspector.store.requests import RequestRecord
 from inspector.store.store import Store
 from inspector.store.transitions import Change
@@ -18,6 +18,7 @@ __all__ = [
     "NodeRecord",
     "RequestRecord",
     "Store",
+    "Unset",
     "WorkerStore",
     "create_engine",
     "database_url",

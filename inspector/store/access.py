@@ -3,7 +3,9 @@ reads retried once after a dropped connection, transactions run again after a de
 
 Every SQLAlchemy error leaves as an InspectorError (`engine.translate_errors`). Within an
 API request, no statement (nor retry) starts once the request's deadline has passed
-(inspector.deadlines): each is refused as the database unavailable instead.
+(inspector.deadlines): each is refused as the database unavailable instead. Every
+statement and transaction, its retries included, is one call to the database for
+inspector.backend_time (`_guarded`).
 """
 
 import contextlib
@@ -17,7 +19,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
-from inspector import deadlines
+from inspector import backend_time, deadlines
 from inspector.store import engine as engines
 from inspector.store.prepared import Prepared
 
@@ -102,9 +104,10 @@ class Access:
     @contextlib.contextmanager
     def _guarded(self) -> Iterator[None]:
         """The block's SQLAlchemy errors as InspectorErrors; refused at once when the
-        current request's deadline has passed."""
+        current request's deadline has passed. The block is one call to the database
+        (inspector.backend_time): every statement and transaction passes here."""
         deadlines.check("database")
-        with engines.translate_errors(self.engine):
+        with backend_time.timing(backend_time.DATABASE), engines.translate_errors(self.engine):
             yield
 
     def _run(self, statement: Prepared, **params: Any) -> int:

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import Connection, func, insert, select, update
 
-from inspector.machine import State
+from inspector.machine import effects_of
 from inspector.store.models import Notification
 from inspector.store.nodes import NodeRecord
 
@@ -18,12 +18,6 @@ OUTBOX = Notification.__table__
 
 #: Version of the payload layout below; bump the minor for additions, the major for changes.
 PAYLOAD_VERSION = "1.0"
-#: Event types, by the state a transition enters.
-EVENT_TYPES = {
-    State.STARTING: "inspector.introspection.start",
-    State.FINISHED: "inspector.introspection.finish",
-    State.ERROR: "inspector.introspection.error",
-}
 #: The event type of a hardware drift an introspection found (see inspector.processing.drift).
 DRIFT = "baremetal_introspection.drift"
 
@@ -39,11 +33,9 @@ class NotificationRecord:
 
 
 def event_type(source: str | None, target: str) -> str | None:
-    """The notification a transition from source to target makes, if any (a repeated
-    start is the same introspection, not a new one)."""
-    if target == State.STARTING and source == State.STARTING:
-        return None
-    return EVENT_TYPES.get(State(target)) if target in EVENT_TYPES else None
+    """The notification a transition from source to target sends, if any: its target's
+    entry in the machine's table says (`machine.ENTRIES`)."""
+    return effects_of(source, target).notifies
 
 
 def _stamp(moment: datetime | None) -> str | None:

@@ -8,7 +8,7 @@ from datetime import datetime
 
 from sqlalchemy import Connection, and_, delete, insert, or_, select, update
 
-from inspector.machine import FINAL_STATES, State
+from inspector.machine import FINAL_STATES, TIMED
 from inspector.store.models import Marker, Node, TaskRun
 
 MARKERS = Marker.__table__
@@ -17,9 +17,6 @@ NODES = Node.__table__
 
 #: The marker holding the reboot throttle's last power-on.
 THROTTLE = "reboot-throttle"
-
-#: Active states timed from the start of the introspection (reapplying: from its entry).
-TIMED_FROM_START = (State.STARTING, State.WAITING, State.PROCESSING, State.ENROLLING)
 
 
 def leader_marker(kind: str) -> str:
@@ -110,14 +107,18 @@ def forget_runs(connection: Connection, before: datetime) -> int:
 
 
 def timed_out(connection: Connection, before: datetime) -> list[str]:
-    """Nodes whose introspection (or reapply) began before `before` and is not over."""
+    """Nodes in a state that times out whose clock (the column its timeout counts from,
+    `machine.TIMED`: the introspection's start, or the state's entry) is before `before`."""
     query = select(NODES.c.uuid).where(
         or_(
-            and_(
-                NODES.c.state.in_([s.value for s in TIMED_FROM_START]),
-                NODES.c.started_at < before,
-            ),
-            and_(NODES.c.state == State.REAPPLYING.value, NODES.c.updated_at < before),
+            *(
+                and_(
+                    NODES.c.state.in_(sorted(s.value for s in states)),
+                    NODES.c[clock.value] < before,
+                )
+                for clock, states in TIMED.items()
+                if states
+            )
         )
     )
     return list(connection.execute(query.order_by(NODES.c.uuid)).scalars())

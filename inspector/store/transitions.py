@@ -27,7 +27,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.sql.dml import ReturningInsert
 
 from inspector import errors
-from inspector.machine import FINAL_STATES, UNFINISHED, RequestStatus, State, Transition
+from inspector.machine import UNFINISHED, RequestStatus
 from inspector.store.models import Node, Request
 from inspector.store.nodes import FIRST_VERSION, UNSET, NodeRecord, Unset
 from inspector.store.requests import RequestRecord
@@ -83,7 +83,8 @@ RAN = _mark(RequestStatus.RAN, (RequestStatus.APPLIED, RequestStatus.INTERRUPTED
 
 @dataclasses.dataclass(frozen=True)
 class Change:
-    """A state change to commit with `Store.apply`, with the request that caused it."""
+    """A state change to commit with `Store.apply`, with the request that caused it; the
+    columns UNSET are kept (`inspector.commit.change_for` sets those the target writes)."""
 
     node_uuid: str
     expected_version: int | None
@@ -96,45 +97,6 @@ class Change:
     started_at: datetime | Unset | None = UNSET
     finished_at: datetime | Unset | None = UNSET
     manage_boot: bool | Unset = UNSET
-
-
-def change_for(
-    transition: Transition,
-    node_uuid: str,
-    node: NodeRecord | None,
-    request_id: str,
-    now: datetime,
-    *,
-    status: str,
-    reason: str | None = None,
-    manage_boot: bool | Unset = UNSET,
-) -> Change:
-    """The Change that moves `node` along `transition`, with the columns each target
-    implies: a new run clears the last one's times and error; a final state stamps
-    finished_at; error keeps the reason, and so does a note on an ended introspection."""
-    change = Change(
-        node_uuid=node_uuid,
-        expected_version=None if node is None else node.version,
-        request_id=request_id,
-        event=transition.event,
-        source=transition.source,
-        target=transition.target,
-        status=status,
-        manage_boot=manage_boot,
-    )
-    target = transition.target
-    if target in (State.STARTING, State.ENROLLING) and transition.source != target:
-        return dataclasses.replace(change, started_at=now, finished_at=None, error=None)
-    if target is State.REAPPLYING:
-        return dataclasses.replace(change, finished_at=None, error=None)
-    if target in FINAL_STATES and transition.source == target:
-        # A note on an introspection that ended (its final power-off failed): it keeps
-        # its end time, and the error says what went wrong after it.
-        return dataclasses.replace(change, error=reason or transition.reason)
-    if target in FINAL_STATES:
-        error = (reason or transition.reason) if target is State.ERROR else None
-        return dataclasses.replace(change, finished_at=now, error=error)
-    return change
 
 
 def loaded(row: dict) -> tuple[NodeRecord | None, RequestRecord | None]:

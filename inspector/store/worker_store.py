@@ -1,6 +1,6 @@
 """What a worker's request threads (handler, tasks, reboot throttle) use of the store, as
-a Protocol: the Store itself, or a wrapper of it (the worker's timed one) that offers
-the same calls. Declarations only; the Store implements them.
+a Protocol: the Store itself, or a test's fake. Declarations only; the Store implements
+them.
 """
 
 from datetime import datetime

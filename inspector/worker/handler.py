@@ -27,7 +27,7 @@ from inspector.broker.message import DELETE, EXPIRE, Request
 from inspector.commit import commit
 from inspector.coordination import DLM
 from inspector.machine import (
-    FINAL_STATES,
+    ENTRIES,
     STRICT_EVENTS,
     UNFINISHED,
     Event,
@@ -140,9 +140,7 @@ class Handler:
         except errors.InvalidTransition as exc:
             return self._refused(request, event, node, exc)
         node = self._commit(request, node, transition)
-        if node is None:  # another writer moved the node first
-            return None
-        return self._loop(node, request, transition)
+        return None if node is None else self._loop(node, request, transition)
 
     def _loop(
         self, node: NodeRecord, request: Request, transition: Transition, *, ran: bool = False
@@ -201,8 +199,7 @@ class Handler:
         except (errors.NodeBusy, errors.Conflict) as exc:
             self._log(request, logging.INFO, "lost a race (%s): later", exc.message)
             return None
-        ended = transition.target in FINAL_STATES and transition.source != transition.target
-        if ended and node.started_at and node.finished_at:
+        if transition.effects.ends and node.started_at and node.finished_at:
             seconds = (node.finished_at - node.started_at).total_seconds()
             self.metrics.introspection_ended(str(transition.target), seconds)
         return node
@@ -272,12 +269,8 @@ class Handler:
         if seen.status == RequestStatus.RAN:
             # Its worker died between the end of the task and the follow-up: the task's
             # work is done and recorded, and nothing moved the node since.
-            self._log(
-                request,
-                logging.INFO,
-                "its task already ran, its worker died before the follow-up: applying %s now",
-                transition.follow_up,
-            )
+            why = "its task already ran, its worker died before the follow-up"
+            self._log(request, logging.INFO, "%s: applying %s now", why, transition.follow_up)
             self._loop(node, request, transition, ran=True)
             return outcomes.RESUMED
         applied = "applied before (by the API, or by a worker that died)"
@@ -295,21 +288,23 @@ class Handler:
         """A backend outage leaves the request for another attempt (raised on); any
         other failure is the node's: it goes to error with the message."""
         if middleware.is_outage(exc):
-            # Not a verdict on the node: the request stays unacked and runs again (the
-            # process gives up on the backend meanwhile); marked interrupted so that
-            # even a strict event's task may rerun.
+            # Not a verdict on the node: the request stays unacked and runs again; marked
+            # interrupted so that even a strict event's task may rerun.
             try:
                 self.store.interrupt_request(request.request_id)
             except errors.InspectorError as error:
                 self._log(request, logging.WARNING, "cannot mark the task interrupted: %s", error)
             raise exc
-        # Our own errors (a processing error, Ironic's refusal, a lookup failure) are
-        # one line; a stack only for a bug, or for anything with debug on.
+        # Our own errors are one line; a stack only for a bug, or for anything with debug.
         expected = isinstance(exc, errors.InspectorError)
         message = exc.message if isinstance(exc, errors.InspectorError) else str(exc)
         shown, stack = redaction.shorten(message), not expected or LOG.isEnabledFor(logging.DEBUG)
         self._log(request, logging.ERROR, "task failed: %s", shown, exc_info=stack)
         current = self.store.get_node(node.uuid)
+        if not self.machine.can(State(current.state), Event.ERROR):
+            # An end's own task (history, the announcement): the introspection is over.
+            self._log(request, logging.WARNING, "the introspection stays %s", current.state)
+            return
         failed = self.machine.advance(State(current.state), Event.ERROR)
         reason = f"{transition.target} failed: {message}"
         self._end(current, request, failed, request.follow_up(FAILED), reason)
@@ -327,16 +322,22 @@ class Handler:
         which `end` is done. Under the lock held: nobody else moved the node."""
         ended = self._commit(request, node, transition, request_id=end.request_id, reason=reason)
         if ended is not None and self.tasks.has_work(transition):
-            self.tasks.run(ended, end, transition)
+            try:
+                self.tasks.run(ended, end, transition)
+            except Exception as exc:  # the node has ended all the same: logged
+                if middleware.is_outage(exc):
+                    raise
+                self._log(end, logging.ERROR, "end task failed: %s", redaction.shorten(str(exc)))
             self.store.finish_request(end.request_id)
 
     def _refused(
         self, request: Request, event: Event, node: NodeRecord | None, exc: Exception
     ) -> str | None:
-        """The machine refused the event: record it and consume the request, except a
-        ramdisk faster than the automatic `wait` (retried until `wait` lands)."""
-        if event is Event.CONTINUE and node is not None and node.state == State.STARTING:
-            self._log(request, logging.INFO, "ramdisk data before wait: later")
+        """The machine refused the event: record it and consume the request, except one its
+        node's state takes early (a ramdisk faster than `wait`: retried until it lands)."""
+        entry = None if node is None else ENTRIES[State(node.state)]
+        if entry is not None and event in entry.early:
+            self._log(request, logging.INFO, "%s before %s: later", event, entry.follow_up)
             return None
         message = getattr(exc, "message", str(exc))
         self._log(request, logging.WARNING, "refused: %s", message)

@@ -188,7 +188,7 @@ class WorkerMetrics(NoMetrics):
             ["backend"],
             registry=self.registry,
         )
-        # Each backend's two children, found once: timing wraps every backend call.
+        # Each backend's two children, found once: every backend call is recorded.
         self._backend_children: dict[str, tuple[Any, Any]] = {}
         self.process = ProcessCollector()
         self.registry.register(self.process)

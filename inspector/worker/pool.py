@@ -1,13 +1,14 @@
 """The worker pool: the only place with worker threads. Each thread runs the design's
 loop: get (with a timeout) -> stop if shutting down -> handle one request -> again.
 
-Threads never sleep: they wait on the queue or on the shutdown flag.
+Threads never sleep: they wait on the queue or on the shutdown flag. With `record`, each
+thread's time in the backends (inspector.backend_time) goes to it: the worker's metrics.
 """
 
 import logging
 import threading
 
-from inspector import errors, redaction
+from inspector import backend_time, errors, redaction
 from inspector.broker import Delivery, Queue
 from inspector.lifecycle import Lifecycle, Outages
 from inspector.worker.delivery import backoff, context_of
@@ -39,6 +40,7 @@ class Pool:
         size: int,
         get_timeout: float,
         outages: Outages | None = None,
+        record: backend_time.Record | None = None,
     ) -> None:
         self.queue = queue
         self.handler = handler
@@ -46,6 +48,7 @@ class Pool:
         self.size = size
         self.get_timeout = get_timeout
         self.outages = outages or Outages(lifecycle, {})
+        self.record = record
         self._threads: list[threading.Thread] = []
 
     def start(self) -> None:
@@ -67,11 +70,12 @@ class Pool:
         return not any(thread.is_alive() for thread in self._threads)
 
     def _work(self, starts: bool) -> None:
-        while not self.lifecycle.shutdown.is_set():
-            try:
-                self.step(starts=starts)
-            except errors.InspectorError as exc:
-                self.outages.give_up("queue", exc.message)
+        with backend_time.recorded(self.record):
+            while not self.lifecycle.shutdown.is_set():
+                try:
+                    self.step(starts=starts)
+                except errors.InspectorError as exc:
+                    self.outages.give_up("queue", exc.message)
 
     def step(self, *, starts: bool = True) -> bool:
         """One pass of the loop; False when the queue had nothing within the timeout.

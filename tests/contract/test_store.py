@@ -5,17 +5,22 @@ statements a database runs (PostgreSQL's single statements, a transaction elsewh
 state change is a compare-and-swap on the node's version written with its request row,
 or nothing is written; a request is read back with its node and marked along its
 statuses; nodes are listed, found by MAC or BMC address and deleted with everything
-hanging off them; rules, leadership terms, periodic runs and the outbox.
+hanging off them; rules, leadership terms, periodic runs and the outbox; and what the
+machine's table declares of each state's entry (the columns a commit writes, its
+notification, the column a timeout counts from), which the store does and no more.
 """
 
 import dataclasses
+import uuid
 from datetime import datetime, timedelta
 
 import pytest
 
 from inspector import errors
-from inspector.machine import RequestStatus
-from inspector.store import Change, Store, dialects, schema
+from inspector.commit import commit
+from inspector.effects import Clock, Value, Writes
+from inspector.machine import ENTRIES, TABLE, Machine, RequestStatus, Row, State, effects_of
+from inspector.store import Change, NodeRecord, Store, dialects, schema
 from tests import seed
 
 NODE = "1be26c0b-03f2-4d2e-ae87-c02d7f33c123"
@@ -479,3 +484,80 @@ def test_records_are_frozen(store):
     node = store.apply(create())
     with pytest.raises(dataclasses.FrozenInstanceError):
         node.state = "waiting"  # type: ignore[misc]
+
+
+# -- what the machine's table declares ---------------------------------------------
+
+#: The node columns an entry may write (the fields of Writes).
+COLUMNS = tuple(field.name for field in dataclasses.fields(Writes))
+#: The last run's times and error, on a node before its transition.
+OLD = datetime(2026, 1, 1, 0, 0, 0, 123456)
+LAST_ERROR = "the last run's error"
+#: The error message a committer gives when the transition has none of its own.
+WHAT_WENT_WRONG = "start failed: Ironic refused the boot device"
+
+
+def _arranged(store: Store, node_uuid: str, state: State | None) -> NodeRecord | None:
+    """A node in `state` with its last run's times and error (None: no introspection)."""
+    if state is None:
+        return None
+    seed.node(store, node_uuid, state, started_at=OLD)
+    return seed.move(store, node_uuid, state, finished_at=OLD, error=LAST_ERROR)
+
+
+def _expected(row: Row, before: NodeRecord | None, now: datetime) -> dict:
+    """The columns after `row`'s commit, as the table says: written, else kept."""
+    values = {Value.NOW: now, Value.CLEARED: None, Value.REASON: row.reason or WHAT_WENT_WRONG}
+    written = effects_of(row.source, row.target).writes.columns()
+    return {
+        column: values[written[column]]
+        if column in written
+        else (None if before is None else getattr(before, column))
+        for column in COLUMNS
+    }
+
+
+def test_each_transition_writes_and_sends_what_its_targets_entry_declares(notifying, clock):
+    store, machine = notifying, Machine()
+    for number, row in enumerate(TABLE):
+        node_uuid, request_id = str(uuid.UUID(int=number + 1)), f"r{number}"
+        before = _arranged(store, node_uuid, row.source)
+        clock.advance(1)
+        committed = commit(
+            store,
+            node_uuid,
+            before,
+            machine.advance(row.source, row.event),
+            request_id,
+            status=RequestStatus.APPLIED,
+            reason=None if row.reason else WHAT_WENT_WRONG,
+        )
+        read = store.get_node(node_uuid)
+        assert read == committed, row
+        assert {column: getattr(read, column) for column in COLUMNS} == _expected(
+            row, before, clock.now
+        ), row
+        sent = [
+            note.event_type
+            for note in store.due_notifications(limit=1000)
+            if note.payload.get("request_id") == request_id
+        ]
+        notifies = effects_of(row.source, row.target).notifies
+        assert sent == ([] if notifies is None else [notifies]), row
+
+
+def test_each_state_times_out_from_the_column_its_entry_names(store, clock):
+    # Per state, one node whose introspection starts late but entered its state early,
+    # and one whose introspection started early but entered its state late.
+    entered_early = {state: str(uuid.UUID(int=number + 1)) for number, state in enumerate(State)}
+    started_early = {state: str(uuid.UUID(int=number + 101)) for number, state in enumerate(State)}
+    for state, node_uuid in entered_early.items():
+        seed.node(store, node_uuid, state, started_at=T0 + timedelta(hours=1))
+    clock.advance(2 * 3600)
+    for state, node_uuid in started_early.items():
+        seed.node(store, node_uuid, state, started_at=T0)
+    timed_out = store.timed_out_nodes(T0 + timedelta(minutes=1))
+    expected = [entered_early[s] for s in State if ENTRIES[s].times_out is Clock.ENTERED]
+    expected += [started_early[s] for s in State if ENTRIES[s].times_out is Clock.STARTED]
+    assert timed_out == sorted(expected)
+    assert store.timed_out_nodes(T0) == []

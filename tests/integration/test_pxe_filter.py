@@ -11,13 +11,13 @@ notification; a node not under inspection gets none; the ramdisk's post to Ironi
 /v1/continue_inspection takes the node back to `manageable` and its MAC is denied
 again. The open host killed with SIGKILL: another opens, the node still gets its lease,
 never two hosts answering one DISCOVER (sampled every 50 ms). Notifications off: the
-leader polls the nodes under inspection every second (three nodes allowed, then denied,
-within 2 s of Ironic's change; each host's metrics and `inspector status` show its
-role); only the leader lists the ports (every port each full period, those changed in
-between), the others follow its listing (Ironic's log counts the listings). Ironic
-unreachable: the firewall stays as it was for the outage budget, then every host closes.
-Last, with whitelist_source = inspector: the firewall of our own introspections (through
-our API and workers) on hosts that run no worker.
+leader polls the nodes under inspection every second (ten nodes allowed, then denied,
+within 2 s of Ironic's change, never two hosts answering; each host's metrics and
+`inspector status` show its role); only the leader lists the ports (every port each
+full period, those changed in between), the others follow its listing (Ironic's log
+counts the listings). Ironic unreachable: the firewall stays as it was for the outage
+budget, then every host closes. Last, with whitelist_source = inspector: the firewall
+of our own introspections (through our API and workers) on hosts that run no worker.
 """
 
 import contextlib
@@ -64,7 +64,7 @@ BOUND = 1.0
 #: the nodes under inspection every [firewall] inspection_poll_interval, 1 s).
 POLLED = 2.0
 #: Nodes put into `inspect` at once without notifications.
-NODES = 3
+NODES = 10
 #: Ironic states of a node under inspection.
 INSPECTING = ("inspecting", "inspect wait")
 
@@ -384,7 +384,10 @@ def test_without_notifications_the_leader_polls_the_inspected_nodes_every_second
     # [firewall] inspection_poll_interval: 1 s, not stretched by the machine's load (the
     # tests' Ironic shares its CPUs with the suite; tests/unit test the stretching).
     sections = {"firewall": {"ironic_topic": "", "inspection_poll_max_share": 0}}
-    with pxe_filters(tmp_path, lab, ironic, rabbitmq_server, redis_server, **sections) as filters:
+    with (
+        pxe_filters(tmp_path, lab, ironic, rabbitmq_server, redis_server, **sections) as filters,
+        lab.sampling(next(iter(macs.values()))) as samples,
+    ):
         leader = filters.in_place()
         for node in macs:
             api.request("PUT", f"/nodes/{node}/states/provision", {"target": "inspect"})
@@ -413,6 +416,10 @@ def test_without_notifications_the_leader_polls_the_inspected_nodes_every_second
         assert max(after) < POLLED
         assert max(gone) < POLLED
         assert filters.in_place() is leader
+        everything = samples.read()
+        both = [sample for sample in everything if len(sample["servers"]) > 1]
+        assert not both, f"two hosts answered one DISCOVER: {both[:5]}"
+        assert any(sample["servers"] == [leader.address] for sample in everything)
         _metrics_and_status_show_the_leader(filters, leader)
 
 

@@ -122,9 +122,11 @@ def test_a_budget_ends_the_retries_and_bounds_the_connection(broker):
     started = time.monotonic()
     with pytest.raises(ServiceUnavailable):
         pool.run("publish to", lambda link: None, budget=0.5)
-    assert time.monotonic() - started <= 0.5
+    # Without the budget, 1,000 attempts 0.1 s apart; with it, about 0.5 s (a busy
+    # machine's scheduling on top: some slack, far below what the attempts would take).
+    assert time.monotonic() - started <= 0.5 + SOON
     assert all(within is not None and within <= 0.5 for within in broker.opened)
-    assert len(broker.opened) >= 3
+    assert len(broker.opened) >= 2  # retried (about five on an idle machine)
 
 
 def test_a_pooled_link_failing_without_time_left_is_not_retried(broker):
@@ -169,10 +171,10 @@ def _refusing_url() -> str:
 def test_a_put_is_held_to_the_api_requests_time_a_workers_keeps_its_retries(caplog):
     """In an API request a put ends with the request's time limit (the API answers 503
     in time); a worker's put (no request) has every one of its attempts."""
-    queue = WorkQueue(_refusing_url(), "test-budget", max_retries=4, retry_interval=0.1)
+    queue = WorkQueue(_refusing_url(), "test-budget", max_retries=4, retry_interval=0.4)
     request = Request(node_uuid=str(uuid.uuid4()), event="inspect")
     try:
-        with deadlines.bound(0.15), pytest.raises(ServiceUnavailable):
+        with deadlines.bound(0.2), pytest.raises(ServiceUnavailable):
             queue.put(request)
         in_request = [r for r in caplog.records if "attempt" in r.getMessage()]
         caplog.clear()
@@ -181,5 +183,7 @@ def test_a_put_is_held_to_the_api_requests_time_a_workers_keeps_its_retries(capl
         in_worker = [r for r in caplog.records if "attempt" in r.getMessage()]
     finally:
         queue.close()
-    assert len(in_request) == 1
+    # Within the request's time: no second attempt (on a machine busy enough, the time
+    # may even be over before the first attempt fails and logs).
+    assert len(in_request) <= 1
     assert len(in_worker) == 3

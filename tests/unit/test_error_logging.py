@@ -12,7 +12,8 @@ from inspector.api import errors as api_errors
 from inspector.broker.channels import INTROSPECTION_ENDED, LocalChannel
 from inspector.broker.message import Request
 from inspector.coordination import LocalCoordinator
-from inspector.firewall.sources import MacList, Poller
+from inspector.firewall.lists import MacList
+from inspector.firewall.sources import Poller
 from inspector.lifecycle import Lifecycle, Outages
 from inspector.machine import Task
 from inspector.periodic.runner import Runner

@@ -64,10 +64,11 @@ def test_only_ironic_notifications_slow_the_leader_down(conf):
     channel = LocalChannel()
     host = Host(FakeDLM(), "host", Log())
     view = ironic_source.attach(host.manager, FakeIronic(), conf, channel)
+    host.manager.listen(channel)  # the Feed hands Ironic's notifications to the view
     assert view.cadence() == conf.firewall.inspection_poll_interval
-    view("inspector.firewall.status.request", {})
+    channel.deliver("inspector.firewall.status.request", {})
     assert view.cadence() == conf.firewall.inspection_poll_interval
-    view("baremetal.node.power_set.end", {"ironic_object.data": {}})
+    channel.deliver("baremetal.node.power_set.end", {"ironic_object.data": {}})
     assert view.cadence() == conf.firewall.whitelist_sync_period
 
 

@@ -7,11 +7,12 @@ import threading
 
 import pytest
 
+from inspector.broker.channels import LocalChannel
 from inspector.errors import ServiceUnavailable
 from inspector.firewall import ironic_listing, ironic_source
 from inspector.firewall.ironic_listing import Snapshot, reconcile
 from inspector.firewall.ironic_source import IronicInspections
-from inspector.firewall.sources import MacList
+from inspector.firewall.lists import PROVISION_SET, MacList
 from inspector.ironic import Ironic
 from inspector.lifecycle import Lifecycle, Outages, RetryPolicy
 from tests.fakes.dlm import FakeDLM
@@ -255,61 +256,67 @@ def test_an_unchanged_reconcile_changes_nothing(view):
 def test_a_node_entering_and_leaving_inspection_is_allowed_then_denied(view):
     view.replace(snapshot([], p1=(A, MAC_A), p3=(B, MAC_B)), started=view.clock())
     node = {"uuid": A, "inspect_interface": "agent"}
-    view("baremetal.node.provision_set.start", notification(**node, provision_state="inspecting"))
+    changes = [
+        view.hear(PROVISION_SET + "start", notification(**node, provision_state="inspecting"))
+    ]
     assert view.whitelist.macs() == {MAC_A} and view.allows_unknown()
-    view(
-        "baremetal.node.provision_set.success", notification(**node, provision_state="inspect wait")
+    changes.append(
+        view.hear(PROVISION_SET + "success", notification(**node, provision_state="inspect wait"))
     )
     assert view.whitelist.macs() == {MAC_A}
-    view("baremetal.node.provision_set.end", notification(**node, provision_state="manageable"))
+    changes.append(
+        view.hear(PROVISION_SET + "end", notification(**node, provision_state="manageable"))
+    )
     assert view.whitelist.macs() == set() and not view.allows_unknown()
     assert view.blacklist.macs() == {MAC_A, MAC_B}
-    assert len(view.changes) == 2  # allowed, then denied; the step between changed nothing
+    assert changes == [True, False, True]  # allowed, then denied; the step between: nothing
 
 
 def test_a_node_inspected_by_another_interface_is_not_allowed(view):
     view.replace(snapshot([], p1=(A, MAC_A)), started=view.clock())
-    view(
+    assert not view.hear(
         "baremetal.node.provision_set.end",
         notification(uuid=A, inspect_interface="redfish", provision_state="inspecting"),
     )
-    assert view.whitelist.macs() == set() and not view.changes
+    assert view.whitelist.macs() == set()
 
 
 def test_ports_created_updated_and_deleted_follow_their_node(view):
     view.replace(snapshot([A], p1=(A, MAC_A)), started=view.clock())
-    view("baremetal.port.create.end", notification(uuid="p2", node_uuid=A, address=MAC_A2))
+    view.hear("baremetal.port.create.end", notification(uuid="p2", node_uuid=A, address=MAC_A2))
     assert view.whitelist.macs() == {MAC_A, MAC_A2}
     # Moved to a node not under inspection: still known (blacklisted), no longer allowed.
-    view("baremetal.port.update.end", notification(uuid="p2", node_uuid=B, address=MAC_A2))
+    view.hear("baremetal.port.update.end", notification(uuid="p2", node_uuid=B, address=MAC_A2))
     assert view.whitelist.macs() == {MAC_A} and MAC_A2 in view.blacklist.macs()
-    view("baremetal.port.delete.end", notification(uuid="p1", node_uuid=A, address=MAC_A))
+    view.hear("baremetal.port.delete.end", notification(uuid="p1", node_uuid=A, address=MAC_A))
     assert view.whitelist.macs() == set() and view.blacklist.macs() == {MAC_A2}
     assert view.allows_unknown()  # A is still under inspection
 
 
 def test_a_deleted_node_takes_its_ports_along(view):
     view.replace(snapshot([A], p1=(A, MAC_A), p3=(B, MAC_B)), started=view.clock())
-    view("baremetal.node.delete.end", notification(uuid=A, provision_state="inspect wait"))
+    view.hear("baremetal.node.delete.end", notification(uuid=A, provision_state="inspect wait"))
     assert view.whitelist.macs() == set() and view.blacklist.macs() == {MAC_B}
     assert not view.allows_unknown()
 
 
 def test_other_notifications_and_malformed_payloads_are_ignored(view):
-    view("baremetal.node.power_set.end", notification(uuid=A, provision_state="inspecting"))
-    view("baremetal.node.provision_set.end", {"ironic_object.data": "garbage"})
-    view("inspector.introspection.start", {"node_uuid": A, "macs": [MAC_A]})
-    assert view.whitelist.macs() == set() and not view.changes
+    assert not view.hear(
+        "baremetal.node.power_set.end", notification(uuid=A, provision_state="inspecting")
+    )
+    assert not view.hear("baremetal.node.provision_set.end", {"ironic_object.data": "garbage"})
+    assert not view.hear("inspector.introspection.start", {"node_uuid": A, "macs": [MAC_A]})
+    assert view.whitelist.macs() == set()
 
 
 def test_a_change_heard_after_a_reconcile_began_wins_over_its_snapshot(view, clock):
     started = clock()
     clock.now += 1
-    view(
+    view.hear(
         "baremetal.node.provision_set.start",
         notification(uuid=A, inspect_interface="agent", provision_state="inspecting"),
     )
-    view("baremetal.port.create.end", notification(uuid="p1", node_uuid=A, address=MAC_A))
+    view.hear("baremetal.port.create.end", notification(uuid="p1", node_uuid=A, address=MAC_A))
     # The reconcile read Ironic before both: neither the node nor its port.
     view.replace(snapshot([]), started=started)
     assert view.whitelist.macs() == {MAC_A} and view.inspecting() == {A}
@@ -322,6 +329,20 @@ def test_a_change_heard_after_a_reconcile_began_wins_over_its_snapshot(view, clo
 # With the manager: the leader opens with Ironic's inspections.
 
 
+def test_ironic_notifications_reach_the_view_once_through_the_managers_feed(conf):
+    host = Host(FakeDLM(), "host", Log())
+    channel = LocalChannel()
+    view = ironic_source.attach(host.manager, FakeIronic(), conf, channel)
+    host.manager.listen(channel)
+    view.replace(snapshot([A], p1=(A, MAC_A)), started=view.clock())
+    heard, hear = [], view.hear
+    view.hear = lambda event_type, payload: heard.append(event_type) or hear(event_type, payload)
+    port = notification(uuid="p2", node_uuid=A, address=MAC_A2)
+    channel.deliver("baremetal.port.create.end", port)
+    assert heard == ["baremetal.port.create.end"]
+    assert view.whitelist.macs() == {MAC_A, MAC_A2} and MAC_A2 in view.blacklist.macs()
+
+
 def test_the_leader_opens_for_ironic_inspections_and_unknown_macs_follow_them(conf):
     ironic = FakeIronic()
     node = ironic.add_node(uuid=A, provision_state="inspect wait")
@@ -331,7 +352,7 @@ def test_the_leader_opens_for_ironic_inspections_and_unknown_macs_follow_them(co
     conf.set_override("blacklist_sync_period", 0.05, group="firewall")
     host = Host(FakeDLM(), "host", Log())
     view = ironic_source.attach(host.manager, ironic, conf)
-    assert host.manager.allow_unknown == view.allows_unknown
+    assert host.manager.source is view  # it hears Ironic's notifications, rules on unknown MACs
     host.start()
     try:
         rules = wait_for(

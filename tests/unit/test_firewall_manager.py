@@ -16,9 +16,10 @@ from inspector.coordination.election import Election
 from inspector.errors import ConfigError, FirewallError
 from inspector.firewall import manager as firewall_manager
 from inspector.firewall.drivers.base import Driver
+from inspector.firewall.lists import MacList
 from inspector.firewall.manager import FirewallManager
 from inspector.firewall.ruleset import CLOSED
-from inspector.firewall.sources import MacList, introspected_macs, ironic_ports
+from inspector.firewall.sources import introspected_macs, ironic_ports
 from inspector.firewall.status import Status, table
 from inspector.lifecycle import Lifecycle, Outages, RetryPolicy
 from inspector.machine import Event, Machine, State

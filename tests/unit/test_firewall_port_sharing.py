@@ -12,7 +12,7 @@ import pytest
 from inspector.broker.announcements import PORTS
 from inspector.firewall.ironic_listing import PortListing
 from inspector.firewall.ironic_source import IronicInspections
-from inspector.firewall.sources import MacList
+from inspector.firewall.lists import MacList
 from tests.fakes.ironic import FakeIronic
 from tests.unit.test_firewall_ironic_source import MAC_A, MAC_B, MAC_C, A, Clock
 
@@ -112,7 +112,7 @@ def test_a_change_heard_after_the_leader_listed_wins_over_its_listing(ironic, cl
     clock.now += 2
     deleted = {"ironic_object.data": {"uuid": next(iter(payload["ports"])), "node_uuid": A}}
     clock.now -= 1  # the port's deletion heard 1 s after the leader listed
-    follower.view("baremetal.port.delete.end", deleted)
+    follower.view.hear("baremetal.port.delete.end", deleted)
     clock.now += 1
     follower.ports.hear(event_type, payload)
     assert follower.view.blacklist.macs() == set()

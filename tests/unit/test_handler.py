@@ -654,3 +654,36 @@ def test_ramdisk_data_before_wait_is_retried_not_refused(handler, store):
     assert store.get_node(NODE).state == State.WAITING
     assert deliver(handler, "continue", request_id="early").outcome == "ack"
     assert store.get_node(NODE).state == State.FINISHED
+
+
+class FailingAnnouncer(RecordingAnnouncer):
+    """An end's task that fails, not as an outage (a bug, a refused write)."""
+
+    def introspection_ended(self, node_uuid):
+        super().introspection_ended(node_uuid)
+        raise RuntimeError("the announcement exploded")
+
+
+@pytest.mark.parametrize("fail_on", [None, "process"])
+def test_a_failing_end_task_leaves_the_ended_introspection_as_it_is(
+    store, coordinator, queue, fail_on, caplog
+):
+    """The end's task (history, the firewalls' announcement) runs once the node is in a
+    final state: its failure is logged and the request consumed; the node keeps its end
+    (finished, or its first error) instead of the request failing out of the handler."""
+    tasks = RecordingTasks(fail_on=fail_on, announcer=FailingAnnouncer())
+    handler = Handler(store, coordinator, queue, tasks)
+    deliver(handler, "inspect")
+    with caplog.at_level(logging.ERROR, logger=handler_module.__name__):
+        assert deliver(handler, "continue", request_id="ramdisk-1").outcome == "ack"
+    node = store.get_node(NODE)
+    if fail_on is None:
+        assert (node.state, node.error) == (State.FINISHED, None)
+        assert store.find_request("ramdisk-1.finish").status == RequestStatus.DONE
+    else:
+        assert node.state == State.ERROR and node.error.startswith("processing failed")
+        assert store.find_request("ramdisk-1.error").status == RequestStatus.DONE
+    assert store.find_request("ramdisk-1").status == RequestStatus.DONE
+    assert tasks.announcer.ended == [NODE]
+    assert "the announcement exploded" in caplog.text
+    assert queue.events() == []

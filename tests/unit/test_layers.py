@@ -30,6 +30,7 @@ LAYERS = {
     "inspector.firewall.commands": 1,
     "inspector.firewall.ruleset": 1,
     "inspector.machine": 1,
+    "inspector.effects": 0,
     "inspector.conf": 1,
     "inspector.lifecycle": 1,
     "inspector.deadlines": 1,

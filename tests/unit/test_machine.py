@@ -1,22 +1,30 @@
 """The state machine: the design's table exactly, the additions, and nothing else."""
 
+import dataclasses
 import itertools
 import pathlib
 
 import pytest
 
 from inspector import statechart
+from inspector.effects import Clock, Run, Value, Writes
 from inspector.errors import InvalidTransition
 from inspector.machine import (
     ACTIVE_STATES,
     DEJA_VU_REASON,
+    ENTRIES,
+    FINAL_STATES,
     STRICT_EVENTS,
     TABLE,
+    TIMED,
+    Entry,
     Event,
     Machine,
     State,
     Task,
+    effects_of,
 )
+from inspector.store import Change, NodeRecord
 
 S, E = State, Event
 
@@ -175,3 +183,99 @@ def test_every_follow_up_is_an_automatic_event_the_table_accepts():
     for row in TABLE:
         if row.follow_up is not None:
             assert machine.can(row.target, row.follow_up), row
+
+
+# -- what entering each state does --------------------------------------------------
+
+NOW, CLEARED, REASON = Value
+START, FINISH, FAIL = (f"inspector.introspection.{end}" for end in ("start", "finish", "error"))
+
+#: What a commit into each state writes and sends, copied by hand: (from another state,
+#: from itself). A change to the table's entries must change this too.
+WRITTEN = {
+    S.STARTING: (
+        ({"started_at": NOW, "finished_at": CLEARED, "error": CLEARED}, START),
+        ({}, None),
+    ),
+    S.WAITING: (({}, None), ({}, None)),
+    S.PROCESSING: (({}, None), ({}, None)),
+    S.REAPPLYING: (
+        ({"finished_at": CLEARED, "error": CLEARED}, None),
+        ({"finished_at": CLEARED, "error": CLEARED}, None),
+    ),
+    S.ENROLLING: (
+        ({"started_at": NOW, "finished_at": CLEARED, "error": CLEARED}, None),
+        ({}, None),
+    ),
+    S.FINISHED: (({"finished_at": NOW, "error": CLEARED}, FINISH), ({"error": REASON}, FINISH)),
+    S.ERROR: (({"finished_at": NOW, "error": REASON}, FAIL), ({"error": REASON}, FAIL)),
+}
+
+
+def test_every_state_declares_its_entry():
+    assert set(ENTRIES) == set(State)
+    assert all(isinstance(entry, Entry) for entry in ENTRIES.values())
+    assert set(WRITTEN) == set(State)
+
+
+@pytest.mark.parametrize("state", list(State))
+def test_what_entering_each_state_writes_and_sends(state):
+    entry = ENTRIES[state]
+    declared = [(e.writes.columns(), e.notifies) for e in (entry.entered, entry.again)]
+    assert tuple(declared) == WRITTEN[state]
+    other = S.WAITING if state is not S.WAITING else S.STARTING
+    assert effects_of(None, state) == effects_of(other, state) == entry.entered
+    assert effects_of(state, state) == effects_of(state.value, state.value) == entry.again
+
+
+def test_the_written_columns_are_the_nodes_and_take_their_kind_of_value():
+    node_columns = {field.name for field in dataclasses.fields(NodeRecord)}
+    change_columns = {field.name for field in dataclasses.fields(Change)}
+    assert set(Writes.__dataclass_fields__) <= node_columns & change_columns
+    for entry in ENTRIES.values():
+        for effects in (entry.entered, entry.again):
+            writes = effects.writes
+            assert {writes.started_at, writes.finished_at} <= {None, NOW, CLEARED}
+            assert writes.error in (None, CLEARED, REASON)
+
+
+def test_a_run_starts_reopens_and_ends_where_the_states_say():
+    runs = {state: entry.entered.run for state, entry in ENTRIES.items()}
+    assert {s for s, run in runs.items() if run is Run.STARTS} == {S.STARTING, S.ENROLLING}
+    assert {s for s, run in runs.items() if run is Run.REOPENS} == {S.REAPPLYING}
+    assert {s for s, run in runs.items() if run is Run.ENDS} == FINAL_STATES
+    assert all(entry.again.run is not Run.ENDS for entry in ENTRIES.values())
+
+
+def test_the_active_states_time_out_from_their_clock_and_the_final_ones_never():
+    assert TIMED == {
+        Clock.STARTED: {S.STARTING, S.WAITING, S.PROCESSING, S.ENROLLING},
+        Clock.ENTERED: {S.REAPPLYING},
+    }
+    assert set().union(*TIMED.values()) == ACTIVE_STATES
+    assert all(ENTRIES[state].times_out is None for state in FINAL_STATES)
+
+
+def test_an_early_event_is_refused_until_the_follow_up_lands(machine):
+    early = {(s, e) for s, entry in ENTRIES.items() for e in entry.early}
+    assert early == {(S.STARTING, E.CONTINUE)}
+    for state, event in early:
+        assert not machine.can(state, event)
+        follow_up = machine.advance(state, ENTRIES[state].follow_up)
+        assert machine.can(follow_up.target, event)
+
+
+def test_states_doc_shows_each_states_entry():
+    entries = statechart.render_entries(ENTRIES)
+    assert entries in statechart.render()
+    lines = entries.splitlines()
+    assert len(lines) == 2 + len(State)
+    for state, entry in ENTRIES.items():
+        (line,) = [line for line in lines if line.startswith(f"| {state.value} | ")]
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        assert cells[3] == entry.entered.run.value
+        assert cells[4] == (
+            ", ".join(f"{c}: {v}" for c, v in entry.entered.writes.columns().items()) or "-"
+        )
+        assert cells[5] == (f"`{entry.entered.notifies}`" if entry.entered.notifies else "-")
+        assert cells[7] == (entry.times_out.value if entry.times_out else "-")

@@ -6,6 +6,7 @@ import time
 import pytest
 
 from inspector import errors
+from inspector.commit import change_for
 from inspector.conf import notifications as notifications_opts
 from inspector.coordination.election import Leadership
 from inspector.lifecycle import Lifecycle, Outages
@@ -14,7 +15,6 @@ from inspector.notifications import choice
 from inspector.notifications.drivers import DeliveryFailed
 from inspector.notifications.sender import Sender
 from inspector.store import Store, schema
-from inspector.store.transitions import change_for
 
 NODE = "1b9c0d4e-7f2a-4c3b-9e8d-5a6b7c8d9e0f"
 

@@ -5,9 +5,9 @@ status at scrape time, and the role a manager reports (leader, follower, closed)
 import pytest
 
 from inspector.firewall.ironic_source import IronicInspections
+from inspector.firewall.lists import MacList
 from inspector.firewall.metrics import LAG_WINDOW, FilterMetrics
 from inspector.firewall.observer import moment
-from inspector.firewall.sources import MacList
 from tests.unit.test_firewall_ironic_source import A, Clock
 from tests.unit.test_firewall_manager import lead_in_thread, started_leader, wait_for
 from tests.unit.test_worker_metrics import status as worker_status
@@ -64,15 +64,15 @@ def test_the_view_counts_notifications_and_reports_inspections_changing(metrics,
         MacList("whitelist", clock=clock), MacList("blacklist", clock=clock), observer=metrics
     )
     node = {"uuid": A, "inspect_interface": "agent", "provision_updated_at": STAMP}
-    view(
+    view.hear(
         "baremetal.node.provision_set.end",
         {"ironic_object.data": {**node, "provision_state": "inspect wait"}},
     )
-    view(
+    view.hear(
         "baremetal.node.provision_set.end",
         {"ironic_object.data": {**node, "provision_state": "inspect wait"}},
     )
-    view("baremetal.port.create.end", {"ironic_object.data": {}})
+    view.hear("baremetal.port.create.end", {"ironic_object.data": {}})
     clock.now += 0.2
     metrics.applied()
     assert value(metrics, "inspector_pxe_filter_notifications_total") == 3

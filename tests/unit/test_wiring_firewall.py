@@ -1,15 +1,19 @@
-"""wiring.start_firewall: which sources feed the PXE firewall. With the noop driver no
-poll does (nothing would use them: no listing of every Ironic port each period), and
-the process does not run for the firewall's leadership; the channel still brings
-status requests. A real driver stamps that its host applies the
+"""wiring.start_firewall: which source feeds the PXE firewall (firewall.choice's table,
+one entry per [pxe_filter] whitelist_source, each refusing to start without what it
+reads). With the noop driver no poll does (nothing would use them: no listing of every
+Ironic port each period), and the process does not run for the firewall's leadership;
+the channel still brings status requests. A real driver stamps that its host applies the
 workers' announcements, and the first to do so waits for the announcers to read it."""
 
+import re
 import types
 
 import pytest
 
 from inspector.cmd import wiring
-from inspector.firewall import demand
+from inspector.conf import pxe_filter
+from inspector.errors import ConfigError
+from inspector.firewall import choice, demand
 from inspector.store import Store, default_url, schema
 
 
@@ -122,3 +126,31 @@ def test_what_else_the_process_starts_does_not_wait_for_the_announcers(conf, sto
     waits = start(conf, Firewall("nftables"), election, store, meanwhile=lambda w: w.append("pool"))
     assert waits == ["pool", demand.CHECK_PERIOD + 0.5]
     assert election.started
+
+
+def test_each_whitelist_source_is_a_name_of_the_table(conf):
+    option = next(o for o in pxe_filter.OPTS if o.dest == "whitelist_source")
+    assert sorted(option.type.choices) == sorted(choice.SOURCES)
+
+
+@pytest.mark.parametrize(
+    ("source", "lacking", "message"),
+    [
+        ("inspector", "db", "whitelist_source = inspector needs the [database]"),
+        ("ironic", "ironic", "whitelist_source = ironic needs Ironic"),
+    ],
+)
+def test_a_source_refuses_to_start_without_its_backend(conf, store, source, lacking, message):
+    conf.set_override("whitelist_source", source, group="pxe_filter")
+    firewall, election = Firewall("nftables"), Election()
+    backends = {"db": store, "ironic": object(), "channel": None}
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        wiring.start_firewall(
+            conf,
+            firewall,
+            election,
+            **{**backends, lacking: None},
+            budget=None,
+            lifecycle=types.SimpleNamespace(shutdown=Shutdown([])),
+        )
+    assert firewall.watched == [] and not firewall.started and not election.started

@@ -1,6 +1,7 @@
 """The tooz coordinator every tooz driver module specialises: the connection and its
 retries, our own heartbeat, groups, and the lease (renew, release) shared by all;
-no tooz exception leaves it.
+no tooz exception leaves it. Each lock, group and lease call is one call to the DLM for
+inspector.backend_time (`_call`, and the lease's `renew` and `release`).
 
 A driver module sets the class attributes (its lease options, client library and
 errors, its lease class) and overrides the few hooks where its driver differs.
@@ -17,6 +18,7 @@ from typing import Any, TypeVar
 from tooz import coordination as tooz_coordination
 from tooz import locking as tooz_locking
 
+from inspector import backend_time
 from inspector.coordination.base import Coordinator, Lease
 from inspector.errors import ServiceUnavailable
 
@@ -40,7 +42,7 @@ def call_timeout(lease_seconds: float) -> float:
 
 class ToozLease(Lease):
     """A tooz lock: renewed by its heartbeat, which says False once the lock is lost.
-    A driver whose heartbeat cannot tell overrides `_lost` (and `acquire`, `release`)."""
+    A driver whose heartbeat cannot tell overrides `_lost` (and `acquire`, `_release`)."""
 
     def __init__(self, lock: tooz_locking.Lock, name: str, timeout: float) -> None:
         self._lock = lock
@@ -54,6 +56,7 @@ class ToozLease(Lease):
         call_timeout (the client's socket timeout bounds it here)."""
         return lock.acquire(blocking=False)
 
+    @backend_time.timed(backend_time.DLM)
     def renew(self) -> bool:
         try:
             lost = self._lost()
@@ -69,7 +72,12 @@ class ToozLease(Lease):
         # Every tooz driver's lock has heartbeat(); tooz's base Lock does not declare it.
         return None if self._lock.heartbeat() is not False else ""  # type: ignore[attr-defined]
 
+    @backend_time.timed(backend_time.DLM)
     def release(self) -> None:
+        self._release()
+
+    def _release(self) -> None:
+        """Release the lock; a failure is only logged (the lock expires)."""
         try:
             if self._lock.release() is False:
                 LOG.warning("Lease %s had expired before its release", self._name)
@@ -231,16 +239,28 @@ class ToozCoordinator(Coordinator):
         self._check_connected()
         return self._driver
 
-    def try_lease(self, name: str) -> Lease | None:
-        lock = self._connected().get_lock(name.encode())
+    @backend_time.timed(backend_time.DLM)
+    def _call(self, what: str, call: Callable[[Driver], _T]) -> _T:
+        """call(the connected driver), one call to the DLM; the client's failures as
+        ServiceUnavailable."""
+        driver = self._connected()
         try:
-            acquired = self.lease_class.acquire(lock, self.call_timeout)
+            return call(driver)
         except self._errors as exc:
-            raise self._unavailable(f"lock {name}", exc) from exc
-        return self.lease_class(lock, name, self.call_timeout) if acquired else None
+            raise self._unavailable(what, exc) from exc
+
+    def try_lease(self, name: str) -> Lease | None:
+        def take(driver: Driver) -> Lease | None:
+            lock = driver.get_lock(name.encode())
+            acquired = self.lease_class.acquire(lock, self.call_timeout)
+            return self.lease_class(lock, name, self.call_timeout) if acquired else None
+
+        return self._call(f"lock {name}", take)
 
     def join(self, group: str) -> None:
-        driver, name = self._connected(), group.encode()
+        self._call(f"join group {group}", lambda driver: self._join(driver, group.encode()))
+
+    def _join(self, driver: Driver, name: bytes) -> None:
         try:
             try:
                 driver.join_group(name).get(self.call_timeout)
@@ -250,25 +270,25 @@ class ToozCoordinator(Coordinator):
                 driver.join_group(name).get(self.call_timeout)
         except tooz_coordination.MemberAlreadyExist:
             pass
-        except self._errors as exc:
-            raise self._unavailable(f"join group {group}", exc) from exc
 
     def leave(self, group: str) -> None:
-        try:
-            self._connected().leave_group(group.encode()).get(self.call_timeout)
-        except (tooz_coordination.MemberNotJoined, tooz_coordination.GroupNotCreated):
-            pass
-        except self._errors as exc:
-            raise self._unavailable(f"leave group {group}", exc) from exc
+        def leave(driver: Driver) -> None:
+            with contextlib.suppress(
+                tooz_coordination.MemberNotJoined, tooz_coordination.GroupNotCreated
+            ):
+                driver.leave_group(group.encode()).get(self.call_timeout)
+
+        self._call(f"leave group {group}", leave)
 
     def members(self, group: str) -> frozenset[str]:
-        try:
-            found = self._connected().get_members(group.encode()).get(self.call_timeout)
-        except tooz_coordination.GroupNotCreated:
-            return frozenset()
-        except self._errors as exc:
-            raise self._unavailable(f"list group {group}", exc) from exc
-        return frozenset(m.decode() if isinstance(m, bytes) else str(m) for m in found)
+        def members(driver: Driver) -> frozenset[str]:
+            try:
+                found = driver.get_members(group.encode()).get(self.call_timeout)
+            except tooz_coordination.GroupNotCreated:
+                return frozenset()
+            return frozenset(m.decode() if isinstance(m, bytes) else str(m) for m in found)
+
+        return self._call(f"list group {group}", members)
 
     def _unavailable(self, what: str, exc: Exception) -> ServiceUnavailable:
         return ServiceUnavailable(f"cannot {what} in {self._describe()}: {exc}", service="DLM")

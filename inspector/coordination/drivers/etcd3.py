@@ -30,8 +30,8 @@ class EtcdLease(ToozLease):
             return ""
         return "it had expired" if ttl <= 0 else None
 
-    def release(self) -> None:
-        super().release()
+    def _release(self) -> None:
+        super()._release()
         # A lock whose release failed (it had expired) stays in the driver's list, whose
         # heartbeat would keep refreshing its dead lease.
         etcd3_forget(self._lock)

@@ -47,7 +47,7 @@ class MemcachedLease(ToozLease):
     def _lost(self) -> str | None:
         return None if self._refresh() else "it had expired"
 
-    def release(self) -> None:
+    def _release(self) -> None:
         lock = self._lock
         try:
             # Extended first, so it cannot expire (and be taken) between check and delete.

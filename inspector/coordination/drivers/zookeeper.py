@@ -60,7 +60,7 @@ class ZooKeeperLease(ToozLease):
                 return None
         return "not connected, or its node is gone"
 
-    def release(self) -> None:
+    def _release(self) -> None:
         # Disconnected, the release waits in its thread for the connection to come back
         # (or the session to expire, which frees the lock too).
         connected = kazoo_lock(self._lock).client.connected
