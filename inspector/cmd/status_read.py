@@ -2,7 +2,7 @@
 the last run of each periodic task, the notification backlog) and the firewall's leader.
 
 A SQLite database (the embedded one, or a sqlite:/// URL) is read with the standard
-library's sqlite3, read-only, in four SELECTs: SQLAlchemy and the store cost about 0.6 s
+library's sqlite3, read-only, in four SELECTs: SQLAlchemy and the store cost about 0.5 s
 of CPU to import and set up, most of the command's time (docs/performance.md). Any other
 database, and any failure of that read, goes through the store as every other reader
 does: the same answer, and the same message when it fails. The SELECTs are the store's
