@@ -14,11 +14,14 @@ import os
 import sqlite3
 import urllib.parse
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
 from oslo_config import cfg
 
 from inspector.census import Census
+
+if TYPE_CHECKING:
+    from inspector.store import Store
 
 #: inspector.store.engine's: the embedded database's file under state_path, and how long
 #: a reader waits for a writer (tests/unit/test_status_read.py compares them).
@@ -45,7 +48,7 @@ class Database:
         self.conf = conf
         self.path = sqlite_path(conf.database.connection, conf.state_path)
         self._census: Census | None = None
-        self._store: Any = None
+        self._store: Store | None = None
         if self.path is not None:
             try:
                 self._census = read(self.path)
@@ -54,7 +57,7 @@ class Database:
         if self.path is None:
             self._open_store()
 
-    def _open_store(self) -> Any:
+    def _open_store(self) -> "Store":
         from inspector import store  # noqa: PLC0415 - a server database, or a failure
 
         self._store = store.Store.from_conf(self.conf)
@@ -108,7 +111,7 @@ def read(path: str) -> Census:
             for name, holder, term, at in connection.execute(LEADERS)
         }
         runs = {
-            task: (_timestamp(started), _timestamp(finished), outcome)
+            task: (_timestamp(started), None if finished is None else _timestamp(finished), outcome)
             for task, started, finished, outcome in connection.execute(LAST_RUNS)
         }
         (pending,) = connection.execute(PENDING).fetchone()
@@ -117,6 +120,6 @@ def read(path: str) -> Census:
     return Census(states, leaders, runs, pending)
 
 
-def _timestamp(text: Any) -> Any:
-    """SQLAlchemy's SQLite text of a naive UTC datetime, as the datetime (None as None)."""
-    return None if text is None else datetime.fromisoformat(text)
+def _timestamp(text: str) -> datetime:
+    """SQLAlchemy's SQLite text of a naive UTC datetime, as the datetime."""
+    return datetime.fromisoformat(text)
