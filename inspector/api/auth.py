@@ -13,8 +13,8 @@ import flask
 from oslo_config import cfg
 from oslo_context import context as oslo_context
 
-from inspector import redaction
 from inspector.api import errors, htpasswd
+from inspector.api.keystone import keystone_problems
 from inspector.conf import http_basic
 from inspector.errors import ConfigError, Unauthorized
 
@@ -29,15 +29,6 @@ REALM = "inspector"
 #: wrong (the log says which).
 AUTHENTICATION_REQUIRED = "Authentication required"
 
-#: keystonemiddleware's section, and what it needs there to validate tokens.
-KEYSTONE_GROUP = "keystone_authtoken"
-KEYSTONE_NEEDS = (
-    "keystonemiddleware validates tokens as a service user of Keystone: set auth_type = "
-    "password, auth_url, username, password, user_domain_name, project_name, "
-    "project_domain_name (and www_authenticate_uri, the public Keystone URL)"
-)
-#: keystoneauth plugins that send no Keystone credentials.
-NO_CREDENTIALS = ("none", "http_basic")
 #: The 503's message when the middleware fails at run time.
 KEYSTONE_FAILED = "Authentication is unavailable: Keystone's middleware failed; see the service log"
 
@@ -137,39 +128,6 @@ def _keystone_identify(request: flask.Request) -> RequestContext:
     if request.headers.get("X-Identity-Status") != "Confirmed":
         raise Unauthorized(AUTHENTICATION_REQUIRED)
     return RequestContext.from_environ(request.environ)
-
-
-def keystone_problems(conf: cfg.ConfigOpts) -> list[str]:
-    """Why keystonemiddleware's auth_token could not validate a token with conf's
-    [keystone_authtoken] (or the section its auth_section names), each naming what to set;
-    empty when it could. It validates tokens as a service user of Keystone: an auth
-    plugin (auth_type) that sends credentials, with the options the plugin requires.
-    Start-up (inspector.cmd.roles) and install() ask this."""
-    # Imported here: it pulls in WebOb, oslo.cache and friends, which the other strategies
-    # do not need.
-    from keystoneauth1 import exceptions as ksa_exceptions  # noqa: PLC0415
-    from keystoneauth1 import loading  # noqa: PLC0415
-    from keystonemiddleware import auth_token  # noqa: PLC0415
-
-    for group, opts in auth_token.list_opts():  # as auth_token registers them on conf
-        conf.register_opts(opts, group=group)
-    section = conf[KEYSTONE_GROUP].auth_section or KEYSTONE_GROUP
-    loading.register_auth_conf_options(conf, KEYSTONE_GROUP)
-    name = conf[section].auth_type
-    refused = f"[DEFAULT] auth_strategy = keystone, but [{section}] auth_type"
-    if not name:
-        return [f"{refused} is not set: {KEYSTONE_NEEDS}"]
-    if name in NO_CREDENTIALS:
-        return [f"{refused} = {name} sends no credentials to Keystone: {KEYSTONE_NEEDS}"]
-    try:
-        loading.load_auth_from_conf_options(conf, KEYSTONE_GROUP)
-    except ksa_exceptions.MissingRequiredOptions as exc:
-        return [f"{refused} = {name} needs {', '.join(o.dest for o in exc.options)}"]
-    except ksa_exceptions.NoMatchingPlugin:
-        return [f"{refused} = {name}: no such plugin; {KEYSTONE_NEEDS}"]
-    except (ksa_exceptions.ClientException, cfg.Error, TypeError, ValueError) as exc:
-        return [f"{refused} = {name}: {redaction.shorten(str(exc))}"]
-    return []
 
 
 def _wrap_keystone(

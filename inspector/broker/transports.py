@@ -5,13 +5,13 @@ It builds kombu connections and knows their error classes; it never touches a me
 
 import dataclasses
 import urllib.parse
-from typing import Any
-
-import kombu
-import kombu.exceptions
+from typing import TYPE_CHECKING, Any
 
 from inspector.broker.tls import DEFAULT_TLS, Tls
 from inspector.errors import ConfigError
+
+if TYPE_CHECKING:
+    import kombu
 
 #: Seconds between two looks at an empty in-memory queue (kombu polls it).
 MEMORY_POLLING_INTERVAL = 0.02
@@ -129,9 +129,11 @@ def connect(
     options: dict[str, Any],
     tls: Tls = DEFAULT_TLS,
     connect_timeout: float = DEFAULT_TIMEOUTS.connect,
-) -> kombu.Connection:
+) -> "kombu.Connection":
     """A kombu Connection object, over TLS as `tls` says for url (broker.tls); nothing is
     sent on the network yet."""
+    import kombu  # noqa: PLC0415 - `config check` selects a transport without kombu
+
     return kombu.Connection(
         url,
         transport_options=options,
@@ -153,8 +155,10 @@ def redact(url: str) -> str:
     return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
 
 
-def recoverable_errors(connection: kombu.Connection) -> tuple[type[BaseException], ...]:
+def recoverable_errors(connection: "kombu.Connection") -> tuple[type[BaseException], ...]:
     """Errors after which a new connection may succeed."""
+    import kombu.exceptions  # noqa: PLC0415 - as in connect
+
     return (
         *connection.recoverable_connection_errors,
         kombu.exceptions.OperationalError,
@@ -162,8 +166,10 @@ def recoverable_errors(connection: kombu.Connection) -> tuple[type[BaseException
     )
 
 
-def library_errors(connection: kombu.Connection) -> tuple[type[BaseException], ...]:
+def library_errors(connection: "kombu.Connection") -> tuple[type[BaseException], ...]:
     """Every error of kombu and its client libraries, to be wrapped before leaving."""
+    import kombu.exceptions  # noqa: PLC0415 - as in connect
+
     return (
         *recoverable_errors(connection),
         *connection.connection_errors,

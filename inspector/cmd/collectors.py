@@ -9,17 +9,16 @@ import dataclasses
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from oslo_config import cfg
 
 from inspector import coordination
+from inspector.census import Census
 from inspector.coordination import backends
 from inspector.errors import InspectorError
 from inspector.machine import ACTIVE_STATES, State
-from inspector.periodic import tasks as clean_up
-from inspector.store import Store
-from inspector.store.census import Census
+from inspector.periodic.periods import periods as clean_up_periods
 
 OK, FIXING, UNKNOWN, OPERATOR = 0, 1, 2, 4
 PERFORMANCE, STATUS = 0, 1
@@ -32,6 +31,12 @@ ONE_PROCESS = (
     "one process (in-process DLM): `inspector all` leads every singleton itself; "
     "whether it runs: see periodic"
 )
+
+
+class Counted(Protocol):
+    """Where the census comes from (the store, or inspector.cmd.status_read.Database)."""
+
+    def census(self) -> Census: ...
 
 
 @dataclasses.dataclass
@@ -192,7 +197,7 @@ def firewall(
 
 def gather(
     conf: cfg.ConfigOpts,
-    db: Store,
+    db: Counted,
     *,
     queue_depth: Callable[[], tuple[int | None, int | None]],
     firewall_statuses: Callable[[], list[dict] | None],
@@ -228,7 +233,7 @@ def gather(
                 if conf.coordination.single_host
                 else backends.caveat(conf.coordination.backend_url),
             ),
-            periodic(census, clean_up.periods(conf), conf.coordination.lease_timeout, now),
+            periodic(census, clean_up_periods(conf), conf.coordination.lease_timeout, now),
             notifications(census),
         ]
     moot = _firewall_moot(conf)

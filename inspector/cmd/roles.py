@@ -85,10 +85,10 @@ def check(conf: cfg.ConfigOpts, role: str) -> Verdict:
         except ConfigError as exc:
             problems.append(exc.message)
     if role in compat.SERVING and _auth_strategy(conf, role) == "keystone":
-        # Flask and keystonemiddleware: for the keystone strategy only.
-        from inspector.api import auth  # noqa: PLC0415
+        # keystoneauth's plugins: for the keystone strategy only.
+        from inspector.api import keystone  # noqa: PLC0415
 
-        problems.extend(auth.keystone_problems(conf))
+        problems.extend(keystone.keystone_problems(conf))
     if role == "all":
         unusable = dlm.unsupported(conf.coordination.backend_url)
         if unusable:

@@ -8,19 +8,22 @@ import sys
 import threading
 import time
 import uuid
+from typing import TYPE_CHECKING
 
 from oslo_config import cfg
 
 from inspector import conf as config
-from inspector import store
 from inspector.api.logs import setup_logging
-from inspector.broker import channels
-from inspector.broker.queue import WorkQueue
-from inspector.broker.tls import Tls
-from inspector.cmd import collectors
+from inspector.cmd import collectors, status_read
 from inspector.errors import InspectorError
-from inspector.firewall import manager
 from inspector.firewall.status import Status, table
+
+if TYPE_CHECKING:
+    from inspector.broker import channels
+
+#: The firewall's singleton kind (inspector.firewall.manager.KIND, which a test compares):
+#: the manager itself is not imported to read its leader.
+FIREWALL = "firewall"
 
 
 def _load(argv: list[str]) -> cfg.ConfigOpts:
@@ -33,20 +36,23 @@ def _load(argv: list[str]) -> cfg.ConfigOpts:
 
 def _leader(conf: cfg.ConfigOpts) -> str:
     try:
-        db = store.Store.from_conf(conf)
+        db = status_read.Database(conf)
         try:
-            mark = db.leadership(manager.KIND)
+            mark = db.leader(FIREWALL)
         finally:
             db.close()
     except InspectorError as exc:
         return f"unknown ({exc.message})"
     if mark is None:
         return "none elected yet (only workers with a real PXE driver run for it)"
-    return f"{mark.holder} (term {mark.term}, elected {mark.at:%Y-%m-%d %H:%M:%S} UTC)"
+    holder, term, at = mark
+    return f"{holder} (term {term}, elected {at:%Y-%m-%d %H:%M:%S} UTC)"
 
 
-def ask(channel: channels.Channel, wait: float) -> list[Status]:
+def ask(channel: "channels.Channel", wait: float) -> list[Status]:
     """Publish a status request and collect the answers for `wait` seconds."""
+    from inspector.broker import channels  # noqa: PLC0415 - imported to ask only
+
     request_id = str(uuid.uuid4())
     answers: dict[str, Status] = {}
     guard = threading.Lock()
@@ -71,6 +77,9 @@ def ask(channel: channels.Channel, wait: float) -> list[Status]:
 
 
 def _firewall_statuses(conf: cfg.ConfigOpts, wait: float) -> list[Status] | None:
+    # The channel (oslo.messaging for RabbitMQ) and the queue (kombu), as each is asked.
+    from inspector.broker import channels  # noqa: PLC0415
+
     channel = channels.from_conf(conf, host=f"status-{uuid.uuid4().hex[:8]}", ironic=False)
     if channel is None or isinstance(channel, channels.LocalChannel):
         raise InspectorError(
@@ -85,6 +94,9 @@ def _firewall_statuses(conf: cfg.ConfigOpts, wait: float) -> list[Status] | None
 
 def _queue_depth(conf: cfg.ConfigOpts) -> tuple[int | None, int | None]:
     """The work queue's (depth, requests in flight); see WorkQueue.in_flight."""
+    from inspector.broker.queue import WorkQueue  # noqa: PLC0415 - see _firewall_statuses
+    from inspector.broker.tls import Tls  # noqa: PLC0415
+
     queue = WorkQueue(
         conf.queue.transport_url,
         conf.queue.queue_name,
@@ -106,7 +118,7 @@ def run_status(args: argparse.Namespace, argv: list[str]) -> int:
         seen.extend(_firewall_statuses(conf, args.wait) or [])
         return [dataclasses.asdict(status) for status in seen]
 
-    db = store.Store.from_conf(conf)
+    db = status_read.Database(conf)
     try:
         reports = collectors.gather(
             conf,

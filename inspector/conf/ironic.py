@@ -1,11 +1,14 @@
 """[ironic] options: keystoneauth session/adapter/auth options, the Ironic retry policy
 and how power actions are confirmed.
 
-keystoneauth (and requests under it) is imported when its options are registered, not
-with this module: a command that reads other groups only does not pay for it.
+keystoneauth's options are registered from their declaration in inspector.conf.keystoneauth
+(equal to the library's): keystoneauth itself (and requests under it) is imported for the
+sample configuration only, and by the Ironic client that loads a session from them.
 """
 
 from oslo_config import cfg
+
+from inspector.conf import keystoneauth
 
 GROUP = "ironic"
 
@@ -64,12 +67,8 @@ OPTS = [
 
 
 def register(conf: cfg.ConfigOpts) -> None:
-    from keystoneauth1 import loading  # noqa: PLC0415
-
     conf.register_opts(OPTS, group=GROUP)
-    loading.register_session_conf_options(conf, GROUP)
-    loading.register_auth_conf_options(conf, GROUP)
-    loading.register_adapter_conf_options(conf, GROUP)
+    keystoneauth.register(conf, GROUP)
     conf.set_default("service_type", "baremetal", group=GROUP)
 
 

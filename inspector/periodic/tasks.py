@@ -18,6 +18,7 @@ from inspector.coordination.election import Leadership
 from inspector.ironic import IronicClient
 from inspector.machine import Event, State
 from inspector.periodic.ironic_history import IronicHistory
+from inspector.periodic.periods import periods
 from inspector.store import Store
 
 LOG = logging.getLogger(__name__)
@@ -31,16 +32,6 @@ class PeriodicTask:
     name: str
     period: float
     run: Callable[[Leadership], str]  # returns a one-line outcome for the run record
-
-
-def periods(conf: cfg.ConfigOpts) -> dict[str, float]:
-    """Each clean-up task's period: its own option, or [DEFAULT] clean_up_period."""
-    group, default = conf.clean_up, conf.clean_up_period
-    return {
-        "timeout": group.timeout_period or default,
-        "ironic_sync": group.ironic_sync_period or default,
-        "expiry": group.expiry_period or default,
-    }
 
 
 class CleanUp:

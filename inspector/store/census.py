@@ -1,23 +1,13 @@
 """Counts for metrics and status reports: nodes per state, leaders, the last run of
-each periodic task, the notification backlog. Reads only."""
-
-import dataclasses
-from datetime import datetime
+each periodic task, the notification backlog (an inspector.census.Census). Reads only."""
 
 from sqlalchemy import Connection, func, select
 
+from inspector.census import Census
 from inspector.store import outbox
 from inspector.store.models import Marker, Node, TaskRun
 
 NODES, MARKERS, RUNS = Node.__table__, Marker.__table__, TaskRun.__table__
-
-
-@dataclasses.dataclass(frozen=True)
-class Census:
-    nodes_by_state: dict[str, int]
-    leaders: dict[str, tuple[str, int, datetime]]  # kind -> (holder, term, since)
-    last_runs: dict[str, tuple[datetime, datetime | None, str | None]]  # task -> run
-    notifications_pending: int
 
 
 def take(connection: Connection) -> Census:

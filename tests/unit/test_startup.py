@@ -120,17 +120,10 @@ def test_config_check_for_a_worker_imports_neither_the_store_nor_the_api(tmp_pat
     modules, result = imported("config", "check", "--role", "worker", "--config-file", str(config))
     assert result.returncode == 0, result.stderr
     assert "configuration is valid for `inspector worker`" in result.stdout
-    # It checks the queue's URL (kombu) and the DLM's from a table (no tooz: a driver is
-    # imported only to connect): not the database, the API, Ironic's client or the channel.
-    assert not tops(modules) & {
-        "sqlalchemy",
-        "alembic",
-        "flask",
-        "keystonemiddleware",
-        "oslo_messaging",
-        "jsonschema",
-        "tooz",
-    }
+    # It checks the queue's URL and the DLM's from tables (no kombu, no tooz: a driver is
+    # imported only to connect) and registers keystoneauth's options from their
+    # declaration: not the database, the API, Ironic's client or the channel.
+    assert not tops(modules) & SERVICE_LIBRARIES
     assert not {name for name in modules if name.startswith("inspector.coordination.drivers")}
     assert "inspector.api.logs" in modules  # the logging set-up it checks
     assert not {
@@ -138,6 +131,30 @@ def test_config_check_for_a_worker_imports_neither_the_store_nor_the_api(tmp_pat
         for name in modules - {"inspector.api.logs"}
         if name.startswith(("inspector.store", "inspector.api.", "inspector.worker"))
     }
+
+
+def test_config_check_of_every_role_imports_no_service_library(tmp_path):
+    """The API's keystone check included: an auth_type it refuses needs no library."""
+    config = tmp_path / "inspector.conf"
+    config.write_text(f"[DEFAULT]\nstate_path = {tmp_path}\n")
+    modules, result = imported("config", "check", "--config-file", str(config))
+    assert result.returncode == 0, result.stderr
+    assert "`inspector api` would refuse it:" in result.stdout
+    assert "[keystone_authtoken] auth_type is not set" in result.stdout
+    assert not tops(modules) & SERVICE_LIBRARIES
+    assert not {name for name in modules if name.startswith("inspector.store")}
+
+
+def test_status_on_the_embedded_database_imports_no_service_library(tmp_path):
+    """SQLite read with sqlite3; the in-process queue and DLM are not asked."""
+    config = tmp_path / "inspector.conf"
+    config.write_text(f"[DEFAULT]\nstate_path = {tmp_path}\n")
+    assert main(["db", "upgrade", "--config-file", str(config)]) == 0
+    modules, result = imported("status", "--wait", "0", "--config-file", str(config))
+    assert result.returncode == 2, result.stderr  # the periodic tasks never ran
+    assert "database       ok" in result.stdout
+    assert not tops(modules) & SERVICE_LIBRARIES
+    assert not {name for name in modules if name.startswith("inspector.store")}
 
 
 def imported_by(module: str) -> set[str]:
