@@ -18,7 +18,7 @@ from inspector.store.introspections import EntryRecord
 blueprint = flask.Blueprint("history", __name__)
 
 #: The microversion that brought these routes.
-HISTORY_VERSION = (1, 19)
+HISTORY_VERSION = versions.HISTORY
 #: Digits of an introspection id at most (a 64-bit integer's).
 MAX_DIGITS = 18
 

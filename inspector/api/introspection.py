@@ -11,7 +11,7 @@ from inspector.api.context import services
 from inspector.ironic import IronicNode
 from inspector.ironic.client import RESERVED_NODE_PATHS
 from inspector.machine import Event
-from inspector.processing import payload
+from inspector.processing import drift, payload
 from inspector.store import NodeRecord
 
 blueprint = flask.Blueprint("introspection", __name__)
@@ -152,6 +152,10 @@ def _data(node_id: str, *, processed: bool) -> flask.Response:
     data = svc.store.get_data(node_uuid, processed=processed)
     if data is None:
         raise errors.NotFound(data_not_found(node_uuid, processed=processed))
+    if processed and isinstance(data, dict) and flask.g.api_version < versions.HISTORY:
+        # The drift (1.19, Inspector's) is stored with the data for the rules to read; a
+        # client of ironic-inspector's versions gets the data as ironic-inspector's was.
+        data = {key: value for key, value in data.items() if key != drift.KEY}
     return flask.jsonify(data)
 
 

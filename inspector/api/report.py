@@ -14,7 +14,7 @@ blueprint = flask.Blueprint("report", __name__)
 
 @blueprint.get("/v1/report/hardware")
 def hardware() -> ResponseReturnValue:
-    versions.require((1, 19), "GET /v1/report/hardware")
+    versions.require(versions.HISTORY, "GET /v1/report/hardware")
     services().policy.authorize("introspection:report", flask.g.credentials)
     params.only("by", "nodes")
     category = flask.request.args.get("by", "system")

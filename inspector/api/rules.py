@@ -36,7 +36,7 @@ def create() -> ResponseReturnValue:
 @blueprint.post("/v1/rules/check")
 def check() -> ResponseReturnValue:
     """Evaluate rules against nodes' stored processed data, applying nothing (1.19)."""
-    versions.require((1, 19), "POST /v1/rules/check")
+    versions.require(versions.HISTORY, "POST /v1/rules/check")
     authorize("introspection:rule:check")
     params.only()
     body = schemas.validate(params.json_object(), schemas.RULES_CHECK, "rules check")

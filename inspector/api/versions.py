@@ -20,6 +20,8 @@ MAXIMUM = (1, 19)
 #: The version of a request that names none: ironic-inspector's newest, so an
 #: unversioned call answers exactly as ironic-inspector 12.5's did.
 DEFAULT = (1, 18)
+#: Inspector's first own version: history and drift, the rules check, the fleet report.
+HISTORY = (1, 19)
 
 VERSION_HEADER = "X-OpenStack-Ironic-Inspector-API-Version"
 STANDARD_HEADER = "OpenStack-API-Version"

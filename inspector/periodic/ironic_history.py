@@ -76,7 +76,7 @@ class IronicHistory:
             "finished_at": finished,
             "error": None,
         }
-        self.store.keep_entry(node_uuid, kept, raw, {**raw, "drift": found})
+        self.store.keep_entry(node_uuid, kept, raw, {**raw, drift.KEY: found})
         if found["changes"]:
             self.store.notify_drift(node_uuid, finished, found)
             if self.drift_found is not None:

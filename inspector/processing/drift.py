@@ -11,6 +11,8 @@ from typing import Any
 from inspector.processing.hooks import lldp
 
 #: The categories of a drift's summary, in the order changes are listed.
+#: The key of the processed data that holds the drift (rules read it there).
+KEY = "drift"
 CATEGORIES = ("system", "firmware", "cpu", "memory", "disks", "nics", "pci", "lldp", "bmc")
 ADDED = "added"
 REMOVED = "removed"

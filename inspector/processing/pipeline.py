@@ -24,7 +24,7 @@ from inspector.processing.context import (
 LOG = logging.getLogger(__name__)
 
 #: The processed data's key of the hardware drift since the previous introspection.
-DRIFT = "drift"
+DRIFT = drift.KEY
 
 
 def node_patch(node: IronicNode, changes: NodeChanges) -> list[dict[str, Any]]:

@@ -134,3 +134,27 @@ def test_without_stored_data_the_history_is_empty(client, store, conf):
     assert client.get(f"/v1/introspection/{NODE}/history", headers=V19).json == {"history": []}
     drift = client.get(f"/v1/introspection/{NODE}/drift", headers=V19).json
     assert drift["changes"] == [] and drift["from"] is None
+
+
+@pytest.mark.parametrize(
+    ("headers", "shown"),
+    [
+        ({}, False),
+        ({"X-OpenStack-Ironic-Inspector-API-Version": "1.18"}, False),
+        ({"X-OpenStack-Ironic-Inspector-API-Version": "1.0"}, False),
+        (V19, True),
+        ({"X-OpenStack-Ironic-Inspector-API-Version": "latest"}, True),
+    ],
+)
+def test_the_processed_data_shows_its_drift_from_1_19_only(client, store, headers, shown):
+    """The drift is stored in the processed data (the rules read it there); at
+    ironic-inspector's versions the data endpoint answers without it, as it did."""
+    data = {"inventory": {"cpu": {"count": 2}}, "drift": {"base": 1, "changes": []}}
+    seed.node(store, NODE, "finished")
+    store.store_data(NODE, data, processed=True)
+    store.store_data(NODE, {"inventory": {}}, processed=False)
+    body = client.get(f"/v1/introspection/{NODE}/data", headers=headers).json
+    assert ("drift" in body) is shown
+    assert body["inventory"] == data["inventory"]
+    raw = client.get(f"/v1/introspection/{NODE}/data/unprocessed", headers=headers).json
+    assert raw == {"inventory": {}}
