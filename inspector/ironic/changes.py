@@ -48,27 +48,57 @@ def last_change(paginate: Paginate) -> datetime | None:
     return max((stamp for stamp in stamps if stamp is not None), default=None)
 
 
+_INSPECTED = "inspection_finished_at"
+
+
 def inspected_since(
     paginate: Paginate, since: datetime | None, page_size: int
 ) -> list[tuple[str, datetime]]:
     """(uuid, inspection_finished_at) of the nodes whose built-in inspection finished
-    after `since` (all with None), newest first: one listing of two fields sorted by
-    inspection_finished_at, read until the first older one (never-inspected nodes,
-    first or last as Ironic's database sorts NULL, are skipped)."""
-    params = {
-        "fields": "uuid,inspection_finished_at",
-        "sort_key": "inspection_finished_at",
-        "sort_dir": "desc",
-    }
+    at or after `since` (all with None), newest first: one listing of two fields sorted
+    by inspection_finished_at, newest first, read until the first older node. Ironic on
+    MySQL/MariaDB or SQLite sorts the never-inspected nodes (NULL) last there, so the
+    first of them ends the read too. On PostgreSQL they come first, and a page that
+    ends on one makes Ironic's next page skip every node above it in id, whatever its
+    inspection (oslo.db compares a NULL marker's id only): there the listing is read
+    the other way, oldest first, up to the first never-inspected node."""
     found = []
-    for item in paginate("nodes", "/nodes", params, page_size):
-        finished = timestamp(item.get("inspection_finished_at"))
+    for index, item in enumerate(_nodes_by(paginate, "desc", page_size)):
+        finished = timestamp(item.get(_INSPECTED))
         if finished is None:
-            continue
+            if index == 0 and _first_node_stamp(paginate, "asc") is not None:
+                return _inspected_oldest_first(paginate, since, page_size)[::-1]
+            break
         if since is not None and finished < since:
             break
         found.append((item["uuid"], finished))
     return found
+
+
+def _inspected_oldest_first(
+    paginate: Paginate, since: datetime | None, page_size: int
+) -> list[tuple[str, datetime]]:
+    """Every inspected node at or after `since`, oldest first: a whole listing of the
+    inspected nodes (NULLs last in an ascending sort on PostgreSQL)."""
+    found = []
+    for item in _nodes_by(paginate, "asc", page_size):
+        finished = timestamp(item.get(_INSPECTED))
+        if finished is None:
+            break
+        if since is None or finished >= since:
+            found.append((item["uuid"], finished))
+    return found
+
+
+def _nodes_by(paginate: Paginate, direction: str, page_size: int) -> Iterator[dict]:
+    params = {"fields": f"uuid,{_INSPECTED}", "sort_key": _INSPECTED, "sort_dir": direction}
+    return paginate("nodes", "/nodes", params, page_size)
+
+
+def _first_node_stamp(paginate: Paginate, direction: str) -> datetime | None:
+    for item in _nodes_by(paginate, direction, 1):
+        return timestamp(item.get(_INSPECTED))
+    return None
 
 
 def _ports_by(paginate: Paginate, key: str, direction: str, page_size: int) -> Iterator[dict]:
