@@ -247,9 +247,27 @@ def drift_cpu(rounds: int = 2000) -> dict:
     return {"mean_ms": statistics.fmean(samples), "p99_ms": samples[int(rounds * 0.99)]}
 
 
+@contextlib.contextmanager
+def load_samples(every: float = 5.0) -> Iterator[list[float]]:
+    """The machine's 1-minute load average every `every` seconds while in the block."""
+    samples: list[float] = [os.getloadavg()[0]]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(every):
+            samples.append(os.getloadavg()[0])
+
+    sampler = threading.Thread(target=sample, name="load-sampler", daemon=True)
+    sampler.start()
+    try:
+        yield samples
+    finally:
+        done.set()
+        sampler.join()
+
+
 def measure(args) -> dict:
-    load_before = os.getloadavg()
-    with fresh_database(env("INSPECTOR_TEST_POSTGRESQL_URL")) as url:
+    with load_samples() as loads, fresh_database(env("INSPECTOR_TEST_POSTGRESQL_URL")) as url:
         store = Store.from_url(url)
         try:
             began = time.monotonic()
@@ -266,8 +284,9 @@ def measure(args) -> dict:
         "settings": vars(args) | {"out": None},
         "machine": {
             "cpus": os.cpu_count(),
-            "load_before": load_before,
-            "load_after": os.getloadavg(),
+            "load_min": min(loads),
+            "load_mean": statistics.fmean(loads),
+            "load_max": max(loads),
         },
         "fill_seconds": filled,
         "bytes_per_introspection": per_row,
@@ -318,8 +337,12 @@ def ironic_lines(ironic) -> list[str]:
         f"Per hour: **{hour['ironic_cpu_seconds']:.0f} s of Ironic's CPU "
         f"({100 * hour['ironic_cpu_seconds'] / 3600:.2f} % of a core) and "
         f"{hour['requests']:.0f} requests**. The listing's page is 1,000 nodes: on "
-        "SQLite, which sorts never-inspected nodes last, a run reads one page; an Ironic "
-        "on PostgreSQL sorts them first and the task reads their pages too.",
+        "SQLite (and MySQL), which sort never-inspected nodes last, a periodic run reads "
+        "one page. The catch-up reads them all, and more pages than their number: once "
+        "a page ends on a never-inspected node, Ironic's next page (oslo.db's marker "
+        "pagination drops the comparison of a NULL sort value) starts again with every "
+        "inspected node of a lower id. An Ironic on PostgreSQL sorts never-inspected "
+        "nodes first: each run reads their pages too.",
         "",
     ]
 
@@ -341,8 +364,9 @@ def markdown(results) -> str:
         f"{s['seconds']:g} s each: quiet, then under load, while a writer adds "
         f"introspections through the store ({writes['per_second']:.1f}/s achieved of "
         f"{writes['target_per_second']:g}/s asked, {writes['written']} in all). "
-        f"{machine['cpus']} cores shared with other work: load average "
-        f"{machine['load_before'][0]:.1f} before, {machine['load_after'][0]:.1f} after.",
+        f"The machine: {machine['cpus']} cores shared with other work (tests running), "
+        f"1-minute load average {machine['load_mean']:.1f} on average during the run "
+        f"(from {machine['load_min']:.1f} to {machine['load_max']:.1f}).",
         "",
         "| measure | value | target |",
         "|---|---|---|",
