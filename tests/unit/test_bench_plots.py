@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from bench import api, failover, plots, recovery, startup, worker
+from bench import api, failover, history, plots, recovery, startup, worker
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BENCHES = [
@@ -17,6 +17,7 @@ BENCHES = [
     (failover, plots.failover, "failover"),
     (startup, plots.startup, "startup"),
     (recovery, plots.recovery, "recovery"),
+    (history, history.draw, "history"),
 ]
 
 
