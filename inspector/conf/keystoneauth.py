@@ -1,13 +1,32 @@
 """keystoneauth's session, adapter and common auth options ([ironic], and the auth options
-of [keystone_authtoken]) declared here, equal to the library's own: registering them does
-not import keystoneauth (and requests under it), which a command that only reads or checks
-the configuration need not pay for. tests/unit/test_keystoneauth_opts.py compares each list
-with keystoneauth's, option by option (oslo.config's equality: every attribute), so a
-keystoneauth that changes them fails it; loading a session, an adapter or an auth plugin
-still goes through keystoneauth.
+of [keystone_authtoken]) declared here, equal to those of the keystoneauth release
+DECLARED_FOR: with that release installed, registering them does not import keystoneauth
+(and requests under it), which a command that only reads or checks the configuration
+need not pay for (0.1 s of CPU). With any other release (OpenStack's pins of a series,
+a newer one) keystoneauth's own functions register them, so that the options are always
+the installed library's: keystoneauth registers them again when it loads a session, and
+two different declarations of one option are an error. tests/unit/test_keystoneauth_opts.py
+compares each list with keystoneauth's, option by option (oslo.config's equality: every
+attribute), on the release they are declared for.
 """
 
+import functools
+import importlib.metadata
+
 from oslo_config import cfg, types
+
+#: The keystoneauth1 release the lists below are copied from.
+DECLARED_FOR = "5.18.1"
+
+
+@functools.cache
+def declared() -> bool:
+    """Whether the installed keystoneauth1 is DECLARED_FOR (its metadata: a few ms)."""
+    try:
+        return importlib.metadata.version("keystoneauth1") == DECLARED_FOR
+    except importlib.metadata.PackageNotFoundError:
+        return False
+
 
 #: keystoneauth1.loading.get_session_conf_options()
 SESSION = [
@@ -171,7 +190,14 @@ ADAPTER = [
 
 def register(conf: cfg.ConfigOpts, group: str) -> None:
     """As keystoneauth's register_session_conf_options, register_auth_conf_options and
-    register_adapter_conf_options do, in that order."""
+    register_adapter_conf_options do, in that order (by them, with another release)."""
+    if not declared():
+        from keystoneauth1 import loading  # noqa: PLC0415  (another release: its own)
+
+        loading.register_session_conf_options(conf, group)
+        loading.register_auth_conf_options(conf, group)
+        loading.register_adapter_conf_options(conf, group)
+        return
     conf.register_opts(SESSION, group=group)
     register_auth(conf, group)
     conf.register_opts(ADAPTER, group=group)
@@ -180,6 +206,11 @@ def register(conf: cfg.ConfigOpts, group: str) -> None:
 def register_auth(conf: cfg.ConfigOpts, group: str) -> None:
     """As keystoneauth's register_auth_conf_options: auth_section in group, auth_type in
     the section auth_section names (group itself when it names none)."""
+    if not declared():
+        from keystoneauth1 import loading  # noqa: PLC0415  (another release: its own)
+
+        loading.register_auth_conf_options(conf, group)
+        return
     auth_type, section = AUTH
     conf.register_opt(section, group=group)
     conf.register_opt(auth_type, group=conf[group].auth_section or group)
