@@ -1,9 +1,11 @@
-"""inspector.ironic.changes.inspected_since against listings paged as Ironic pages them
+"""inspector.ironic.changes against listings paged as Ironic pages them
 (oslo.db's paginate_query: sorted by the key then the id, the next page after the
 marker's values, a NULL marker value compared by its id alone), with the NULL order of
 each database Ironic runs on: last in a descending sort on MySQL/MariaDB and SQLite,
 first on PostgreSQL (and the reverse ascending). Every inspected node at or after
-`since` is found, whatever the page size and the ids of the never-inspected nodes."""
+`since` is found, whatever the page size and the ids of the never-inspected nodes; the
+ports changed since a moment are found where Ironic's database sorts NULL last, and
+where it sorts it first the answer says they cannot be (the leader then lists all)."""
 
 from datetime import datetime
 
@@ -50,7 +52,7 @@ def listing(rows: list[dict], *, nulls_first_in_desc: bool, calls: list):
         while True:
             rest = [r for r in everything if marker is None or after(r, marker, key, desc)]
             page = rest[:page_size]
-            yield from ({"uuid": r["uuid"], key: r[key]} for r in page)
+            yield from ({k: v for k, v in r.items() if k != "id"} for r in page)
             if len(page) < page_size:
                 return
             marker = page[-1]
@@ -113,3 +115,43 @@ def test_all_inspected_reads_newest_first_only():
     assert [uuid for uuid, _ in found] == ["node-20", "node-19", "node-18"]
     assert calls == ["desc"]
     assert all(isinstance(at, datetime) for _, at in found)
+
+
+def ports(created: dict[int, int], updated: dict[int, int], count: int) -> list[dict]:
+    """`count` ports, ids 1..count; created at second 0 unless `created` says, updated
+    when `updated` says (else never: NULL)."""
+    return [
+        {
+            "id": i,
+            "uuid": f"port-{i}",
+            "node_uuid": f"node-{i}",
+            "address": f"52:54:00:00:00:{i:02x}",
+            "created_at": stamp(created.get(i, 0)),
+            "updated_at": stamp(updated[i]) if i in updated else None,
+        }
+        for i in range(1, count + 1)
+    ]
+
+
+@pytest.mark.parametrize("nulls_first_in_desc", [False, True], ids=["mysql-sqlite", "postgresql"])
+@pytest.mark.parametrize("updated", [{}, {19: 9, 2: 8}], ids=["never-updated", "some-updated"])
+@pytest.mark.parametrize("page_size", [1, 2, 50])
+def test_the_ports_changed_since_are_found_or_said_out_of_reach(
+    nulls_first_in_desc, updated, page_size
+):
+    created = {20: 7, 3: 6}
+    calls: list[str] = []
+    paginate = listing(
+        ports(created, updated, 20), nulls_first_in_desc=nulls_first_in_desc, calls=calls
+    )
+    found = changes.changed_ports(paginate, timestamp(stamp(5)), page_size)
+    if nulls_first_in_desc and updated:
+        assert found is None  # the updates sort after every never-updated port
+        return
+    newest_first = [
+        (f"port-{i}", timestamp(stamp(at)))
+        for column in (created, updated)
+        for i, at in sorted(column.items(), key=lambda item: item[1], reverse=True)
+    ]
+    assert found is not None
+    assert [(port.uuid, at) for port, at in found] == newest_first
