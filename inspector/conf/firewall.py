@@ -37,7 +37,7 @@ OPTS = [
     ),
     cfg.FloatOpt(
         "inspection_poll_interval",
-        default=1.0,
+        default=1.5,
         min=0.0,
         max=30.0,
         help="With [pxe_filter] whitelist_source = ironic: seconds between two polls of "
@@ -50,7 +50,7 @@ OPTS = [
     ),
     cfg.FloatOpt(
         "inspection_poll_max_share",
-        default=0.02,
+        default=0.015,
         min=0.0,
         max=1.0,
         help="Largest share of one of Ironic's cores the leader's polls every "

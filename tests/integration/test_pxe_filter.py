@@ -383,7 +383,13 @@ def test_without_notifications_the_leader_polls_the_inspected_nodes_every_second
     macs = {node["uuid"]: mac for node, mac in (enrolled(api) for _ in range(NODES))}
     # [firewall] inspection_poll_interval: 1 s, not stretched by the machine's load (the
     # tests' Ironic shares its CPUs with the suite; tests/unit test the stretching).
-    sections = {"firewall": {"ironic_topic": "", "inspection_poll_max_share": 0}}
+    sections = {
+        "firewall": {
+            "ironic_topic": "",
+            "inspection_poll_interval": 1,
+            "inspection_poll_max_share": 0,
+        }
+    }
     with (
         pxe_filters(tmp_path, lab, ironic, rabbitmq_server, redis_server, **sections) as filters,
         lab.sampling(next(iter(macs.values()))) as samples,
