@@ -17,8 +17,6 @@ from inspector.store.introspections import EntryRecord
 
 blueprint = flask.Blueprint("history", __name__)
 
-#: The microversion that brought these routes.
-HISTORY_VERSION = versions.HISTORY
 #: Digits of an introspection id at most (a 64-bit integer's).
 MAX_DIGITS = 18
 
@@ -42,7 +40,7 @@ def _entry(node_uuid: str, entry: EntryRecord, under: str) -> dict[str, Any]:
 def _node(node_id: str, rule: str, what: str) -> str | None:
     """The node's UUID once the version and the policy allow `what`; None when no data
     is stored ([processing] store_data = none: no history)."""
-    versions.require(HISTORY_VERSION, what)
+    versions.require(versions.HISTORY, what)
     authorize(rule)
     node_uuid = resolve(node_id)
     svc = services()

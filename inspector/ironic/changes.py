@@ -33,7 +33,7 @@ def changed_ports(
         for index, item in enumerate(_ports_by(paginate, key, "desc", page_size)):
             stamp = timestamp(item.get(key))
             if stamp is None and index == 0 and key == "updated_at":
-                if _first_stamp(paginate, key, "asc") is not None:
+                if _first_stamp(_ports_by(paginate, key, "asc", 1), key) is not None:
                     return None  # NULLs first in "desc": the updated ports follow them
             if stamp is None or stamp < since:
                 break
@@ -44,7 +44,10 @@ def changed_ports(
 def last_change(paginate: Paginate) -> datetime | None:
     """The newest created_at or updated_at of any port (None: no port), one port read
     from each listing."""
-    stamps = [_first_stamp(paginate, key, "desc") for key in ("created_at", "updated_at")]
+    stamps = [
+        _first_stamp(_ports_by(paginate, key, "desc", 1), key)
+        for key in ("created_at", "updated_at")
+    ]
     return max((stamp for stamp in stamps if stamp is not None), default=None)
 
 
@@ -66,7 +69,7 @@ def inspected_since(
     for index, item in enumerate(_nodes_by(paginate, "desc", page_size)):
         finished = timestamp(item.get(_INSPECTED))
         if finished is None:
-            if index == 0 and _first_node_stamp(paginate, "asc") is not None:
+            if index == 0 and _first_stamp(_nodes_by(paginate, "asc", 1), _INSPECTED):
                 return _inspected_oldest_first(paginate, since, page_size)[::-1]
             break
         if since is not None and finished < since:
@@ -90,23 +93,25 @@ def _inspected_oldest_first(
     return found
 
 
+def _sorted(
+    paginate: Paginate, kind: str, fields: str, key: str, *, direction: str, page_size: int
+) -> Iterator[dict]:
+    """Ironic's `kind` (nodes, ports) with `fields` and `key`, sorted by `key`."""
+    params = {"fields": f"{fields},{key}", "sort_key": key, "sort_dir": direction}
+    return paginate(kind, f"/{kind}", params, page_size)
+
+
 def _nodes_by(paginate: Paginate, direction: str, page_size: int) -> Iterator[dict]:
-    params = {"fields": f"uuid,{_INSPECTED}", "sort_key": _INSPECTED, "sort_dir": direction}
-    return paginate("nodes", "/nodes", params, page_size)
-
-
-def _first_node_stamp(paginate: Paginate, direction: str) -> datetime | None:
-    for item in _nodes_by(paginate, direction, 1):
-        return timestamp(item.get(_INSPECTED))
-    return None
+    return _sorted(paginate, "nodes", "uuid", _INSPECTED, direction=direction, page_size=page_size)
 
 
 def _ports_by(paginate: Paginate, key: str, direction: str, page_size: int) -> Iterator[dict]:
-    params = {"fields": f"uuid,node_uuid,address,{key}", "sort_key": key, "sort_dir": direction}
-    return paginate("ports", "/ports", params, page_size)
+    fields = "uuid,node_uuid,address"
+    return _sorted(paginate, "ports", fields, key, direction=direction, page_size=page_size)
 
 
-def _first_stamp(paginate: Paginate, key: str, direction: str) -> datetime | None:
-    for item in _ports_by(paginate, key, direction, 1):
+def _first_stamp(items: Iterator[dict], key: str) -> datetime | None:
+    """The `key` stamp of the first of `items` (a listing of one), None without any."""
+    for item in items:
         return timestamp(item.get(key))
     return None
