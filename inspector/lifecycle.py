@@ -12,8 +12,10 @@ import gc
 import logging
 import os
 import signal
+import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from types import FrameType
 from typing import TypeVar
@@ -26,6 +28,9 @@ T = TypeVar("T")
 
 #: Exit status of a process killed by a second signal (like a shell: 128 + SIGTERM).
 FORCED_EXIT_STATUS = 128 + signal.SIGTERM
+#: Seconds after a stop was asked at which a service process still stopping logs what
+#: each of its threads is doing: a stop that hangs is a bug, and its stacks say where.
+SLOW_STOP_AFTER = 10.0
 
 
 class Lifecycle:
@@ -37,6 +42,9 @@ class Lifecycle:
         self._signalled = False
         self.exit_status = 0
         self.reason: str | None = None
+        #: Set by `finished` once the process is done stopping.
+        self.done = threading.Event()
+        self._slow_stop_after: float | None = None
 
     def stop(self, reason: str, exit_status: int = 0) -> None:
         """Ask the whole process to stop; the first reason and status win."""
@@ -49,6 +57,33 @@ class Lifecycle:
         # counts as a first one, and the process does not exit at once).
         self.shutdown.set()
         LOG.info("Stopping: %s", reason)
+        if self._slow_stop_after is not None:
+            threading.Thread(target=self._report_slow_stop, name="slow-stop", daemon=True).start()
+
+    def finished(self) -> str | None:
+        """The process is done stopping: no stacks to report. Returns the reason."""
+        self.done.set()
+        return self.reason
+
+    def _report_slow_stop(self) -> None:
+        after = self._slow_stop_after
+        if after is None or self.done.wait(after):
+            return
+        frames = sys._current_frames()
+        threads = [
+            t
+            for t in threading.enumerate()
+            if t.ident in frames and t.ident != threading.get_ident()
+        ]
+        LOG.warning(
+            "Still stopping %.0f s after it was asked (%s); the stacks of its %d threads follow",
+            after,
+            self.reason,
+            len(threads),
+        )
+        for thread in threads:
+            stack = "".join(traceback.format_stack(frames[thread.ident]))  # type: ignore[index]
+            LOG.warning("Thread %s:\n%s", thread.name, stack.rstrip())
 
     def wait(self, seconds: float) -> bool:
         """Sleep up to `seconds`; True when shutdown was requested (stop what you do)."""
@@ -66,8 +101,11 @@ class Lifecycle:
         # A bare thread (no lock of the threading module taken to start it) sets it.
         _thread.start_new_thread(self.stop, (f"received {name}",))
 
-    def install_signal_handlers(self) -> None:
-        """Route SIGTERM and SIGINT to the shutdown flag (call from the main thread)."""
+    def install_signal_handlers(self, slow_stop_after: float | None = SLOW_STOP_AFTER) -> None:
+        """Route SIGTERM and SIGINT to the shutdown flag (call from the main thread); a
+        stop still under way `slow_stop_after` seconds later logs every thread's stack
+        (None: never), until `finished` is called."""
+        self._slow_stop_after = slow_stop_after
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
 

@@ -133,5 +133,5 @@ def run(_args: argparse.Namespace, argv: list[str]) -> int:
         )
         firewall.notifier.ready()
         lifecycle.shutdown.wait()
-    LOG.info("Stopped (%s)", lifecycle.reason)
+    LOG.info("Stopped (%s)", lifecycle.finished())
     return lifecycle.exit_status

@@ -79,7 +79,7 @@ def _stop_pool(pool: Pool, conf: cfg.ConfigOpts) -> None:
 
 
 def _stopped(lifecycle: Lifecycle) -> int:
-    LOG.info("Stopped (%s)", lifecycle.reason)
+    LOG.info("Stopped (%s)", lifecycle.finished())
     return lifecycle.exit_status
 
 

@@ -94,7 +94,9 @@ def test_leader_changes_never_open_two_hosts(
                 answered = wait_for(
                     lambda moment=moment, old=leader: samples.first_from(moment, exclude=old),
                     FAILOVER_BOUND * 3,
-                    message=lambda how=how: f"another host answering after {how}\n{cluster.logs()}",
+                    message=lambda how=how, old=process: (
+                        f"another host answering after {how}\n{_logs(old, workers.values())}"
+                    ),
                 )
                 failovers[how].append(answered - moment)
                 alive = sum(worker.alive() for worker in workers.values())
@@ -129,6 +131,16 @@ def test_a_noop_worker_does_not_keep_the_real_hosts_closed(
             message=lambda: f"the real host's PXE service open\n{cluster.logs()}",
         )
         assert noop.alive()
+
+
+def _logs(signalled, workers) -> str:
+    """The whole log of the signalled worker and of those that should take over (the
+    service's other processes are only in the cluster's output)."""
+    parts = []
+    for process in [signalled, *(w for w in workers if w is not signalled)]:
+        parts.append(f"----- {process.name} (pid {process.pid}, alive: {process.alive()})")
+        parts.append(process.log_text())
+    return "\n".join(parts)
 
 
 def _ready(worker) -> bool:

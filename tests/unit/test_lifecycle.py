@@ -94,3 +94,37 @@ def test_a_signal_that_comes_while_the_main_thread_is_inside_the_wait_is_not_los
     assert lifecycle.reason == "received SIGTERM"
     # Its line is written before the test ends (its capture then closes).
     assert eventually(lambda: "Stopping: received SIGTERM" in caplog.text)
+
+
+def test_a_stop_that_hangs_logs_every_threads_stack(caplog):
+    """A service process still stopping a while after it was asked says where each of
+    its threads is: the stack of the one that holds the stop up is in the log."""
+    lifecycle = Lifecycle()
+    lifecycle._slow_stop_after = 0.05  # what install_signal_handlers sets
+    caplog.set_level(logging.INFO, logger=lifecycle_module.LOG.name)
+    release = threading.Event()
+
+    def stuck_in_the_stop() -> None:
+        release.wait(30)
+
+    thread = threading.Thread(target=stuck_in_the_stop, name="stuck-one", daemon=True)
+    thread.start()
+    try:
+        lifecycle.stop("received SIGTERM")
+        assert eventually(lambda: "Thread stuck-one:" in caplog.text)
+    finally:
+        release.set()
+    assert "Still stopping 0 s after it was asked (received SIGTERM)" in caplog.text
+    assert "in stuck_in_the_stop" in caplog.text
+
+
+def test_a_stop_that_finishes_in_time_logs_no_stacks(caplog):
+    lifecycle = Lifecycle()
+    lifecycle._slow_stop_after = 0.2
+    caplog.set_level(logging.INFO, logger=lifecycle_module.LOG.name)
+    lifecycle.stop("received SIGTERM")
+    assert lifecycle.finished() == "received SIGTERM"
+    reporter = [t for t in threading.enumerate() if t.name == "slow-stop"]
+    for thread in reporter:
+        thread.join(5)
+    assert "Still stopping" not in caplog.text
