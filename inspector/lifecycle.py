@@ -31,6 +31,9 @@ FORCED_EXIT_STATUS = 128 + signal.SIGTERM
 #: Seconds after a stop was asked at which a service process still stopping logs what
 #: each of its threads is doing: a stop that hangs is a bug, and its stacks say where.
 SLOW_STOP_AFTER = 10.0
+#: Seconds between two wake-ups of a main thread that waits for the stop (see
+#: `wait_for_stop`).
+SIGNAL_CHECK = 0.5
 
 
 class Lifecycle:
@@ -84,6 +87,15 @@ class Lifecycle:
         for thread in threads:
             stack = "".join(traceback.format_stack(frames[thread.ident]))  # type: ignore[index]
             LOG.warning("Thread %s:\n%s", thread.name, stack.rstrip())
+
+    def wait_for_stop(self) -> None:
+        """Wait, in the main thread, until the stop is asked. Python runs a signal's
+        handler in the main thread only, and a signal the kernel gave another thread of
+        the process interrupts no wait of the main thread: an untimed wait would hold
+        that SIGTERM (the process seemingly deaf to it) until some other signal came.
+        Waking every SIGNAL_CHECK seconds runs it."""
+        while not self.shutdown.wait(SIGNAL_CHECK):
+            pass
 
     def wait(self, seconds: float) -> bool:
         """Sleep up to `seconds`; True when shutdown was requested (stop what you do)."""

@@ -132,6 +132,6 @@ def run(_args: argparse.Namespace, argv: list[str]) -> int:
             lifecycle=lifecycle,
         )
         firewall.notifier.ready()
-        lifecycle.shutdown.wait()
+        lifecycle.wait_for_stop()
     LOG.info("Stopped (%s)", lifecycle.finished())
     return lifecycle.exit_status

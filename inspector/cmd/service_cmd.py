@@ -104,7 +104,7 @@ def run_worker(_args: argparse.Namespace, argv: list[str]) -> int:
         worker_wiring.running_pool(conf, lifecycle, backends) as pool,
     ):
         settle_heap()
-        lifecycle.shutdown.wait()
+        lifecycle.wait_for_stop()
         _stop_pool(pool, conf)
     return _stopped(lifecycle)
 

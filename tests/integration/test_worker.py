@@ -22,6 +22,7 @@ from inspector.broker.queue import WorkQueue
 from inspector.machine import Event, Machine, State
 from inspector.store import Store, schema
 from tests import fixtures
+from tests.integration.cluster import POOL_STARTED
 
 pytestmark = pytest.mark.integration
 
@@ -309,3 +310,31 @@ def test_second_sigterm_exits_at_once_and_the_request_comes_back(cluster):
     cluster.start_worker()
     cluster.wait_state(node, "waiting")
     cluster.wait_done(request)
+
+
+def _tgkill(pid: int, tid: int, signum: int) -> None:
+    """Send signum to one thread (tid) of process pid, as the kernel may pick any thread
+    that does not block it for a signal sent to the process."""
+    import ctypes  # noqa: PLC0415 - this test only
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    sys_tgkill = 234  # x86_64; aarch64 is 131
+    if os.uname().machine == "aarch64":
+        sys_tgkill = 131
+    if libc.syscall(sys_tgkill, pid, tid, signum) != 0:
+        raise OSError(ctypes.get_errno(), f"tgkill({pid}, {tid}, {signum})")
+
+
+def test_a_sigterm_given_to_any_thread_of_a_worker_stops_it(cluster):
+    """A SIGTERM that the kernel hands to one of the worker's other threads (Python runs
+    handlers in the main thread only) stops it all the same: its main thread's wait
+    must wake for it (an untimed wait held such a SIGTERM until another signal came:
+    the firewall leader kept its PXE service open and its lease)."""
+    worker = cluster.start_worker()
+    log = pathlib.Path(cluster.logs[-1].name)
+    wait_for(lambda: POOL_STARTED in log.read_text(), timeout=30)
+    threads = [int(t) for t in os.listdir(f"/proc/{worker.pid}/task") if int(t) != worker.pid]
+    assert threads, "the worker runs threads besides its main one"
+    _tgkill(worker.pid, threads[-1], signal.SIGTERM)
+    assert worker.wait(timeout=20) == 0, log.read_text()
+    assert "Stopping: received SIGTERM" in log.read_text()

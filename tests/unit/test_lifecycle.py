@@ -2,6 +2,8 @@
 
 import logging
 import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -128,3 +130,34 @@ def test_a_stop_that_finishes_in_time_logs_no_stacks(caplog):
     for thread in reporter:
         thread.join(5)
     assert "Still stopping" not in caplog.text
+
+
+#: A main thread waiting for the stop while another thread receives the SIGTERM.
+_SIGNAL_TO_ANOTHER_THREAD = """
+import signal, sys, threading
+from inspector.lifecycle import Lifecycle
+
+lifecycle = Lifecycle()
+lifecycle.install_signal_handlers(slow_stop_after=None)
+
+def another_thread():
+    signal.pthread_kill(threading.get_ident(), signal.SIGTERM)
+
+threading.Timer(0.2, another_thread).start()
+lifecycle.wait_for_stop()
+print(lifecycle.reason)
+"""
+
+
+def test_a_sigterm_received_by_another_thread_ends_the_main_threads_wait():
+    """Python runs handlers in the main thread only, and a signal given to another
+    thread interrupts none of the main thread's waits: an untimed wait never ended."""
+    result = subprocess.run(
+        [sys.executable, "-c", _SIGNAL_TO_ANOTHER_THREAD],
+        capture_output=True,
+        text=True,
+        timeout=20,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "received SIGTERM"
