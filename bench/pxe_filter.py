@@ -152,7 +152,16 @@ def reconcile_size(args, ironic: PxeIronic, size: int, ours: bool, services: dic
     result[report.THEIRS] = reconcile.theirs(theirs, ironic, nodes, RECONCILES)
     if ours:
         forget_notifications(services["rabbitmq_url"])
-        f = filters.Ours(ironic, directory, period=RECONCILE_PERIOD, topic=TOPIC, **services)
+        # A full reconcile each period (every port listed, not only those changed since,
+        # which the notifications make unneeded): the cost measured is the full one.
+        f = filters.Ours(
+            ironic,
+            directory,
+            period=RECONCILE_PERIOD,
+            full_period=RECONCILE_PERIOD,
+            topic=TOPIC,
+            **services,
+        )
         result[report.OURS] = reconcile.ours(f, ironic, nodes, RECONCILES, RECONCILE_PERIOD)
     return result
 
