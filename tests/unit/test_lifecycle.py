@@ -113,11 +113,13 @@ def test_a_stop_that_hangs_logs_every_threads_stack(caplog):
     thread.start()
     try:
         lifecycle.stop("received SIGTERM")
-        assert eventually(lambda: "Thread stuck-one:" in caplog.text)
+        _join_reporters()  # every stack is logged (the test's own shows its source lines)
     finally:
         release.set()
     assert "Still stopping 0 s after it was asked (received SIGTERM)" in caplog.text
-    assert "in stuck_in_the_stop" in caplog.text
+    stacks = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Thread ")]
+    stuck = [m for m in stacks if m.startswith("Thread stuck-one:")]
+    assert len(stuck) == 1 and "in stuck_in_the_stop" in stuck[0], stacks
 
 
 def test_a_stop_that_finishes_in_time_logs_no_stacks(caplog):
@@ -126,10 +128,15 @@ def test_a_stop_that_finishes_in_time_logs_no_stacks(caplog):
     caplog.set_level(logging.INFO, logger=lifecycle_module.LOG.name)
     lifecycle.stop("received SIGTERM")
     assert lifecycle.finished() == "received SIGTERM"
-    reporter = [t for t in threading.enumerate() if t.name == "slow-stop"]
-    for thread in reporter:
-        thread.join(5)
+    _join_reporters()
     assert "Still stopping" not in caplog.text
+
+
+def _join_reporters() -> None:
+    """Wait for the slow-stop reporters to end (their lines logged, or nothing to say)."""
+    for thread in [t for t in threading.enumerate() if t.name == "slow-stop"]:
+        thread.join(5)
+        assert not thread.is_alive()
 
 
 #: A main thread waiting for the stop while another thread receives the SIGTERM.
