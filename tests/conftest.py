@@ -124,6 +124,32 @@ def end_connections(admin: Engine, database: str) -> int:
         return ended
 
 
+#: Seconds a drop retries while PostgreSQL's autovacuum works on the database: WITH
+#: (FORCE) cannot end that superuser's process for the test user (PostgreSQL 15).
+DROP_RETRY = 30.0
+
+
+def drop_database(admin: Engine, name: str) -> None:
+    """DROP DATABASE name on admin's server, ending the sessions a failed test left."""
+    backend = admin.dialect.name
+    quoted = admin.dialect.identifier_preparer.quote_identifier(name)
+    if backend not in DROP_FORCE:
+        # A test that failed may have left a transaction open: DROP would wait on it.
+        end_connections(admin, name)
+    deadline = time.monotonic() + DROP_RETRY
+    while True:
+        try:
+            with admin.connect() as connection:
+                connection.execute(
+                    text(f"DROP DATABASE IF EXISTS {quoted}{DROP_FORCE.get(backend, '')}")
+                )
+            return
+        except exc.ProgrammingError as error:
+            if "pg_signal_backend" not in str(error.orig) or time.monotonic() > deadline:
+                raise
+        time.sleep(0.2)  # autovacuum's turn on a small database ends within a second
+
+
 def _new_database(admin: Engine) -> Iterator[str]:
     """The URL of a new, empty database on `admin`'s server, dropped after the test (the
     test user may create any database named inspector_test*)."""
@@ -135,14 +161,7 @@ def _new_database(admin: Engine) -> Iterator[str]:
     try:
         yield url.render_as_string(hide_password=False)
     finally:
-        backend = admin.dialect.name
-        if backend not in DROP_FORCE:
-            # A test that failed may have left a transaction open: DROP would wait on it.
-            end_connections(admin, name)
-        with admin.connect() as connection:
-            connection.execute(
-                text(f"DROP DATABASE IF EXISTS {quoted}{DROP_FORCE.get(backend, '')}")
-            )
+        drop_database(admin, name)
 
 
 def _store(url: str) -> Iterator[Store]:

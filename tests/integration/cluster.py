@@ -359,8 +359,9 @@ def scratch_database(admin: Engine) -> Iterator[str]:
     try:
         yield admin.url.set(database=name).render_as_string(hide_password=False)
     finally:
-        with admin.connect() as connection:
-            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        from tests.conftest import drop_database  # noqa: PLC0415 - as delete_queues below
+
+        drop_database(admin, name)
 
 
 @contextlib.contextmanager

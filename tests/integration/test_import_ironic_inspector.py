@@ -30,7 +30,7 @@ from inspector import cmd
 from inspector.migration.ironic_inspector_db import FINAL_REVISION, NODES, Source
 from inspector.store import Store, schema
 from tests import seed
-from tests.conftest import IronicAPI, service_unavailable
+from tests.conftest import IronicAPI, drop_database, service_unavailable
 from tests.integration.cluster import (
     free_port,
     ipa_payload,
@@ -173,8 +173,7 @@ def _database(admin: Engine) -> Iterator[str]:
     try:
         yield url.render_as_string(hide_password=False)
     finally:
-        with admin.connect() as connection:
-            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        drop_database(admin, name)
 
 
 @contextlib.contextmanager

@@ -70,15 +70,25 @@ def test_ironic_killed_while_its_conductor_powers_on_asks_again_and_finishes(lab
     """The window is made certain, not raced: the lab's fake power takes POWER_DELAY
     seconds a call, so the power-on Inspector asked for stays pending (Ironic's
     target_power_state set, its lock held) about 2 x POWER_DELAY seconds after the 202;
-    the test polls Ironic every 50 ms and sends SIGKILL to its process group as soon as
-    it sees that target. Started again, Ironic clears the target ("Pending power
-    operation was aborted due to conductor restart"): the worker's check sees the lost
-    action, asks again, and the introspection goes on to finish (its power-off checked
-    too)."""
+    the test polls Ironic and the node's state every 50 ms and sends SIGKILL to Ironic's
+    process group as soon as it sees that target and the node `waiting` (the worker had
+    the 202: Ironic sets the target before it answers, and one killed in between left
+    the worker without an answer, a different fault). Started again, Ironic clears the
+    target ("Pending power operation was aborted due to conductor restart"): the
+    worker's check sees the lost action, asks again, and the introspection goes on to
+    finish (its power-off checked too)."""
     api = cluster.ironic_api
     node = cluster.new_node()
     cluster.put(node, "inspect")
-    wait_for(lambda: api.get_node(node)["target_power_state"] == "power on", 30, 0.05)
+    wait_for(
+        lambda: (
+            cluster.state(node) == "waiting"
+            and api.get_node(node)["target_power_state"] == "power on"
+        ),
+        30,
+        0.05,
+        message="the power-on accepted (202) and still pending in Ironic",
+    )
     lab.kill()
     lab.start()
     # Its conductor may clean up after its API answers: waited for, with a deadline.

@@ -460,10 +460,25 @@ def _port_listings(ironic_dir) -> tuple[int, int]:
     )
 
 
+def _full_listings_settled(ironic_dir, quiet: float) -> int:
+    """The count of full port listings, once none came for `quiet` seconds."""
+    last, since = _port_listings(ironic_dir)[0], time.monotonic()
+
+    def settled() -> bool:
+        nonlocal last, since
+        now = _port_listings(ironic_dir)[0]
+        if now != last:
+            last, since = now, time.monotonic()
+        return time.monotonic() - since >= quiet
+
+    wait_for(settled, 30, 0.1, "the start-up listings of every port over")
+    return last
+
+
 def test_only_the_leader_lists_the_ports_the_others_follow_its_listing(
     tmp_path, lab, api, ironic, ironic_dir, rabbitmq_server, redis_server
 ):
-    node, _ = enrolled(api)
+    node, known = enrolled(api)
     period, full = 2.0, 6.0
     sections = {
         "firewall": {
@@ -473,6 +488,15 @@ def test_only_the_leader_lists_the_ports_the_others_follow_its_listing(
         }
     }
     with pxe_filters(tmp_path, lab, ironic, rabbitmq_server, redis_server, **sections) as filters:
+        # Every host lists every port once as it starts (it needs them to open): counted
+        # from when they all have the ports and no start-up listing is still under way.
+        wait_for(
+            lambda: all(known in listed(host, DRIVER, "blacklist") for host in lab.hosts),
+            30,
+            0.1,
+            lambda: f"{known} blacklisted on every host\n{filters.logs()}",
+        )
+        _full_listings_settled(ironic_dir, quiet=1.0)
         mac = IronicAPI.new_mac()
         began, (fulls, changes) = time.monotonic(), _port_listings(ironic_dir)
         port = api.request("POST", "/ports", {"node_uuid": node["uuid"], "address": mac})
