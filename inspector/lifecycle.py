@@ -61,32 +61,35 @@ class Lifecycle:
         self.shutdown.set()
         LOG.info("Stopping: %s", reason)
         if self._slow_stop_after is not None:
-            threading.Thread(target=self._report_slow_stop, name="slow-stop", daemon=True).start()
+            threading.Thread(
+                target=self._report_slow_stop,
+                args=(self._slow_stop_after,),
+                name="slow-stop",
+                daemon=True,
+            ).start()
 
     def finished(self) -> str | None:
         """The process is done stopping: no stacks to report. Returns the reason."""
         self.done.set()
         return self.reason
 
-    def _report_slow_stop(self) -> None:
-        after = self._slow_stop_after
-        if after is None or self.done.wait(after):
+    def _report_slow_stop(self, after: float) -> None:
+        if self.done.wait(after):
             return
         frames = sys._current_frames()
-        threads = [
-            t
-            for t in threading.enumerate()
-            if t.ident in frames and t.ident != threading.get_ident()
+        stacks = [
+            (thread.name, frames[thread.ident])
+            for thread in threading.enumerate()
+            if thread.ident in frames and thread.ident != threading.get_ident()
         ]
         LOG.warning(
             "Still stopping %.0f s after it was asked (%s); the stacks of its %d threads follow",
             after,
             self.reason,
-            len(threads),
+            len(stacks),
         )
-        for thread in threads:
-            stack = "".join(traceback.format_stack(frames[thread.ident]))  # type: ignore[index]
-            LOG.warning("Thread %s:\n%s", thread.name, stack.rstrip())
+        for name, frame in stacks:
+            LOG.warning("Thread %s:\n%s", name, "".join(traceback.format_stack(frame)).rstrip())
 
     def wait_for_stop(self) -> None:
         """Wait, in the main thread, until the stop is asked. Python runs a signal's
